@@ -1,0 +1,162 @@
+#pragma once
+// Expression nodes. A node holds data only — operands and a static shape — and can compute one element
+// at a multi-index (`at`, usable on host and device). Backends supply the fast loops (cpu/, cuda/).
+//
+// Leaves are strided: every affine view (broadcast, permute, slice, flip, squeeze) is folded into a
+// leaf's compile-time strides and offset, and views over elementwise nodes are pushed down to their
+// leaves. So an elementwise tree bottoms out in `leaf` and `scalar_node` only, which is what lets the CPU
+// evaluator vectorise broadcast and transposed operands along the innermost axis.
+#include <array>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tenfold/core/dtype.hpp"
+#include "tenfold/core/shape.hpp"
+
+namespace tenfold {
+template <class T, class S = shape<>>
+class Tensor;
+
+// Every expression node derives from this, which also makes namespace tenfold (and so the operators)
+// reachable by argument-dependent lookup from any node.
+struct node_base {};
+
+namespace detail {
+
+using node_tag = node_base;
+template <class E>
+inline constexpr bool is_node_v = std::is_base_of_v<node_tag, std::remove_cvref_t<E>>;
+
+template <class E>
+inline constexpr bool is_tensor_v = false;
+template <class T, class S>
+inline constexpr bool is_tensor_v<Tensor<T, S>> = true;
+} // namespace detail
+
+// Anything that can appear in an expression: a Tensor or an expression node.
+template <class E>
+concept expression = detail::is_node_v<E> || detail::is_tensor_v<std::remove_cvref_t<E>>;
+template <class X>
+concept arithmetic_scalar = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_half_v<std::remove_cvref_t<X>>;
+
+namespace detail {
+
+// ---- holders: how a leaf reaches its storage -------------------------------------------------------
+// An lvalue Tensor is referenced; a temporary one is owned by value, so `auto e = exp(make()) * y;`
+// never dangles.
+template <class T>
+struct ref_holder {
+  T* ptr;
+  TENFOLD_HD T* data() const { return ptr; }
+};
+template <class Tn>
+struct own_holder {
+  Tn tensor;
+  auto* data() const { return tensor.data(); }
+  auto* data() { return tensor.data(); }
+};
+
+template <class T, class S, auto Strides, index_t Offset, class Holder>
+struct leaf : node_tag {
+  using element_type = T; // may be const
+  using value_type = std::remove_const_t<T>;
+  using shape_type = S;
+  static constexpr int rank = S::rank;
+  static constexpr std::array<index_t, S::rank> strides = Strides;
+  static constexpr index_t offset = Offset;
+  static constexpr bool contiguous = Offset == 0 && Strides == strides_of<S>;
+  Holder holder;
+
+  TENFOLD_HD T* data() const { return const_cast<T*>(holder.data()); }
+  TENFOLD_HD static constexpr index_t offset_of(const index_t* idx) {
+    index_t o = Offset;
+    for (int i = 0; i < S::rank; ++i) o += idx[i] * Strides[i];
+    return o;
+  }
+  TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
+    return static_cast<compute_t<value_type>>(data()[offset_of(idx)]);
+  }
+  static std::string str() {
+    std::string s = std::string(dtype_name<value_type>()) + "[";
+    for (int i = 0; i < S::rank; ++i) s += (i ? "," : "") + std::to_string(S::dims[i]);
+    return s + (contiguous ? "]" : "] view");
+  }
+};
+
+template <class E>
+inline constexpr bool is_leaf_v = false;
+template <class T, class S, auto St, index_t O, class H>
+inline constexpr bool is_leaf_v<leaf<T, S, St, O, H>> = true;
+
+// A constant broadcast to any shape (scalar operands, fill values).
+template <class T, class S = shape<>>
+struct scalar_node : node_tag {
+  using value_type = T;
+  using shape_type = S;
+  static constexpr int rank = S::rank;
+  compute_t<T> value;
+  TENFOLD_HD compute_t<T> at(const index_t*) const { return value; }
+  static std::string str() { return std::string(dtype_name<T>()); }
+};
+
+template <class E>
+inline constexpr bool is_scalar_node_v = false;
+template <class T, class S>
+inline constexpr bool is_scalar_node_v<scalar_node<T, S>> = true;
+
+// An elementwise op applied to operands that all have this node's shape (broadcasting was folded into
+// the operands when the node was built). Op is a descriptor from ops/table.hpp.
+template <class Op, class... C>
+struct map_node : node_tag {
+  using op_type = Op;
+  using value_type = typename Op::template result_type<typename C::value_type...>;
+  using shape_type = typename std::tuple_element_t<0, std::tuple<C...>>::shape_type;
+  static constexpr int rank = shape_type::rank;
+  static_assert((std::is_same_v<typename C::shape_type, shape_type> && ...));
+  std::tuple<C...> args;
+
+  TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
+    return std::apply([&](const auto&... c) { return compute_t<value_type>(Op::template apply<value_type>(c.at(idx)...)); }, args);
+  }
+  static std::string str() {
+    std::string s = std::string(Op::name) + "(";
+    bool first = true;
+    ((s += (first ? "" : ", ") + C::str(), first = false), ...);
+    return s + ")";
+  }
+};
+
+template <class E>
+inline constexpr bool is_map_node_v = false;
+template <class Op, class... C>
+inline constexpr bool is_map_node_v<map_node<Op, C...>> = true;
+
+// ---- turning user operands into nodes ---------------------------------------------------------------
+template <class X>
+auto as_node(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_node_v<D>) {
+    return D(std::forward<X>(x));
+  } else {
+    using T = typename D::value_type;
+    using S = typename D::shape_type;
+    if constexpr (std::is_lvalue_reference_v<X>) {
+      using E = std::remove_reference_t<decltype(*x.data())>; // const T for const tensors
+      return leaf<E, S, canon(strides_of<S>), 0, ref_holder<E>>{{}, {x.data()}};
+    } else {
+      return leaf<T, S, canon(strides_of<S>), 0, own_holder<D>>{{}, {std::move(x)}};
+    }
+  }
+}
+template <class X>
+using node_t = decltype(as_node(std::declval<X>()));
+
+// Every node can name itself, for errors and traces.
+template <class E>
+std::string str() {
+  return node_t<E>::str();
+}
+} // namespace detail
+} // namespace tenfold

@@ -1,0 +1,191 @@
+#pragma once
+// Static shapes, row-major strides, NumPy broadcasting and axis normalisation — all at compile time.
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "tenfold/core/config.hpp"
+
+namespace tenfold {
+
+template <index_t... N>
+struct shape {
+  static_assert(sizeof...(N) <= max_rank, "tenfold::shape: rank is limited to 8");
+  static_assert(((N >= 0) && ...), "tenfold::shape: extents must be non-negative");
+  static constexpr int rank = sizeof...(N);
+  static constexpr std::array<index_t, sizeof...(N)> dims{N...};
+  static constexpr index_t size = (index_t{1} * ... * N);
+};
+
+template <class S>
+inline constexpr bool is_shape_v = false;
+template <index_t... N>
+inline constexpr bool is_shape_v<shape<N...>> = true;
+
+// Axis lists and keepdims tags: `sum(x, axes<0, -1>, keepdims)`.
+template <int... A>
+struct axes_t {
+  static constexpr std::array<int, sizeof...(A)> values{A...};
+};
+template <int... A>
+inline constexpr axes_t<A...> axes{};
+template <int A>
+inline constexpr axes_t<A> axis{};
+struct keepdims_t {};
+inline constexpr keepdims_t keepdims{};
+
+namespace detail {
+
+template <std::size_t R>
+using dims_t = std::array<index_t, R>;
+
+template <std::size_t R>
+constexpr dims_t<R> row_major_strides(const dims_t<R>& d) {
+  dims_t<R> s{};
+  index_t acc = 1;
+  for (std::size_t i = R; i-- > 0;) {
+    s[i] = acc;
+    acc *= d[i];
+  }
+  return s;
+}
+
+template <std::size_t R>
+constexpr index_t product(const dims_t<R>& d, std::size_t from = 0, std::size_t to = R) {
+  index_t p = 1;
+  for (std::size_t i = from; i < to; ++i) p *= d[i];
+  return p;
+}
+
+// GCC 12 confuses class-type template arguments whose zero elements were left value-initialized
+// ({0, 1} and {1, 0} become one specialization). Every computed array that becomes a template argument
+// goes through canon(), which writes each element explicitly. tests/core_test.cpp guards this.
+template <class T, std::size_t N>
+constexpr std::array<T, N> canon(const std::array<T, N>& a) {
+  std::array<T, N> r;
+  for (std::size_t i = 0; i < N; ++i) r[i] = a[i];
+  return r;
+}
+
+// shape_from<array> turns a constexpr-computed extent list back into a shape type.
+template <auto Dims, class Seq = std::make_index_sequence<Dims.size()>>
+struct shape_from_impl;
+template <auto Dims, std::size_t... I>
+struct shape_from_impl<Dims, std::index_sequence<I...>> {
+  using type = shape<Dims[I]...>;
+};
+} // namespace detail
+
+template <auto Dims>
+using shape_from = typename detail::shape_from_impl<detail::canon(Dims)>::type;
+
+template <class S>
+inline constexpr auto strides_of = detail::row_major_strides<S::rank>(S::dims);
+
+namespace detail {
+
+template <class A, class B>
+constexpr bool broadcastable() {
+  constexpr int r = A::rank > B::rank ? A::rank : B::rank;
+  for (int i = 0; i < r; ++i) {
+    const int ia = A::rank - r + i, ib = B::rank - r + i;
+    const index_t a = ia >= 0 ? A::dims[ia] : 1, b = ib >= 0 ? B::dims[ib] : 1;
+    if (a != b && a != 1 && b != 1) return false;
+  }
+  return true;
+}
+
+template <class A, class B>
+constexpr auto broadcast_dims() {
+  constexpr int r = A::rank > B::rank ? A::rank : B::rank;
+  dims_t<r> out{};
+  for (int i = 0; i < r; ++i) {
+    const int ia = A::rank - r + i, ib = B::rank - r + i;
+    const index_t a = ia >= 0 ? A::dims[ia] : 1, b = ib >= 0 ? B::dims[ib] : 1;
+    out[i] = a == 1 ? b : a;
+  }
+  return out;
+}
+
+// The failing shapes appear in the compiler's note as this template's arguments.
+template <class A, class B>
+struct check_broadcast {
+  static_assert(broadcastable<A, B>(), "tenfold: shapes cannot be broadcast together (NumPy rules: "
+                                       "trailing extents must match or be 1)");
+  using type = shape_from<broadcast_dims<A, B>()>;
+};
+
+template <class A, class B>
+struct broadcast_pair {
+  using type = typename check_broadcast<A, B>::type;
+};
+} // namespace detail
+
+// broadcast_shape_t<S...>: the NumPy broadcast of all the shapes; a mismatch is a static_assert naming them.
+template <class... S>
+struct broadcast_shape;
+template <class S>
+struct broadcast_shape<S> {
+  using type = S;
+};
+template <class A, class B, class... Rest>
+struct broadcast_shape<A, B, Rest...> {
+  using type = typename broadcast_shape<typename detail::broadcast_pair<A, B>::type, Rest...>::type;
+};
+template <class... S>
+using broadcast_shape_t = typename broadcast_shape<S...>::type;
+
+namespace detail {
+constexpr bool axis_in_range(int a, int rank) { return a >= -rank && a < rank; }
+constexpr int normalize_axis(int a, int rank) { return a < 0 ? a + rank : a; }
+
+// Reduced-axis mask for an axis list; empty list means "all axes".
+template <int Rank, int... A>
+constexpr std::array<bool, Rank> axis_mask() {
+  std::array<bool, Rank> m{};
+  if constexpr (sizeof...(A) == 0) {
+    for (auto& x : m) x = true;
+  } else {
+    for (int a : {A...}) m[normalize_axis(a, Rank)] = true;
+  }
+  return m;
+}
+
+template <int Rank, int... A>
+constexpr bool axes_unique() {
+  if constexpr (sizeof...(A) == 0) return true;
+  else {
+    std::array<int, sizeof...(A)> v{normalize_axis(A, Rank)...};
+    for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t j = i + 1; j < v.size(); ++j)
+        if (v[i] == v[j]) return false;
+    return true;
+  }
+}
+
+// Names the shape and the offending axes in the compiler's note.
+template <class S, int... A>
+struct check_axes {
+  static_assert((axis_in_range(A, S::rank) && ...),
+                "tenfold: axis out of range for this shape (valid axes are -rank .. rank-1)");
+  static_assert(axes_unique<S::rank, A...>(), "tenfold: an axis is listed twice");
+  static constexpr bool ok = true;
+};
+
+template <class S, class Seq = std::make_integer_sequence<int, S::rank>>
+struct index_of;
+template <class S, int... I>
+struct index_of<S, std::integer_sequence<int, I...>> {
+  using type = dims_t<S::rank>;
+};
+
+// Row-major linear index <-> multi-index.
+template <class S>
+TENFOLD_HD constexpr void unravel(index_t linear, index_t* idx) {
+  for (int i = S::rank - 1; i >= 0; --i) {
+    idx[i] = linear % S::dims[i];
+    linear /= S::dims[i];
+  }
+}
+} // namespace detail
+} // namespace tenfold

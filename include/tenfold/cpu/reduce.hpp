@@ -1,0 +1,219 @@
+#pragma once
+// Reduction and scan kernels. Sums are pairwise over fixed 1024-element blocks, each block vectorised
+// with several accumulators, so `sum` of 10^7 floats stays within ~1e-7 of the exact value, and the
+// tree's shape depends only on the extent: results are identical for any thread count.
+#include "tenfold/cpu/rows.hpp"
+#include "tenfold/cpu/thread_pool.hpp"
+
+namespace tenfold::cpu {
+
+template <class S, int K>
+constexpr auto prefix_dims() {
+  detail::dims_t<K> d{};
+  for (int i = 0; i < K; ++i) d[i] = S::dims[i];
+  return d;
+}
+
+inline constexpr index_t reduce_block = 1024;
+// Reduced elements below which a reduction stays on the calling thread.
+inline constexpr index_t parallel_reduce_grain = 1 << 15;
+
+template <class Op, class I, class A>
+inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> && requires(batch<I> b) { Op::simd_combine(b, b); };
+
+// Reduce positions [lo, hi) of a run (at most one block) starting at reduced position `base`.
+template <class Op, class I, class A, class Row>
+TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_t base) {
+  A acc = Op::template identity<A>();
+  index_t j = lo;
+  if constexpr (simd_reducible<Op, I, A> && std::is_same_v<decltype(row.load(0)), batch<I>>) {
+    constexpr index_t w = lanes<I>;
+    if (hi - lo >= 4 * w) {
+      batch<I> a0(Op::template identity<A>()), a1 = a0, a2 = a0, a3 = a0;
+      for (; j + 4 * w <= hi; j += 4 * w) {
+        a0 = Op::simd_combine(a0, row.load(j));
+        a1 = Op::simd_combine(a1, row.load(j + w));
+        a2 = Op::simd_combine(a2, row.load(j + 2 * w));
+        a3 = Op::simd_combine(a3, row.load(j + 3 * w));
+      }
+      for (; j + w <= hi; j += w) a0 = Op::simd_combine(a0, row.load(j));
+      alignas(default_alignment) I lane[4][w];
+      a0.store_aligned(lane[0]), a1.store_aligned(lane[1]), a2.store_aligned(lane[2]), a3.store_aligned(lane[3]);
+      for (index_t k = 0; k < w; ++k) acc = Op::merge(acc, Op::merge(Op::merge(lane[0][k], lane[1][k]), Op::merge(lane[2][k], lane[3][k])));
+    }
+  }
+  for (; j < hi; ++j) acc = Op::combine(acc, static_cast<I>(row.scalar(j)), base + j);
+  return acc;
+}
+
+// Pairwise tree over the blocks [b0, b1) of a run of length n.
+template <class Op, class I, class A, class Row>
+A reduce_tree(const Row& row, index_t b0, index_t b1, index_t n, index_t base) {
+  if (b1 - b0 == 1) return reduce_block_run<Op, I, A>(row, b0 * reduce_block, std::min(n, b1 * reduce_block), base);
+  const index_t mid = b0 + (b1 - b0) / 2;
+  return Op::merge(reduce_tree<Op, I, A>(row, b0, mid, n, base), reduce_tree<Op, I, A>(row, mid, b1, n, base));
+}
+
+// Same tree, with the subtrees below depth `levels` computed in parallel.
+template <class Op, class I, class A, class Row>
+A reduce_tree_parallel(const Row& row, index_t n, index_t base) {
+  const index_t blocks = (n + reduce_block - 1) / reduce_block;
+  constexpr int levels = 6;
+  A part[1 << levels];
+  index_t lo[1 << levels], hi[1 << levels];
+  int count = 0;
+  auto split = [&](auto&& self, index_t b0, index_t b1, int depth) -> void {
+    if (depth == levels || b1 - b0 == 1) {
+      lo[count] = b0, hi[count] = b1, ++count;
+      return;
+    }
+    const index_t mid = b0 + (b1 - b0) / 2;
+    self(self, b0, mid, depth + 1), self(self, mid, b1, depth + 1);
+  };
+  split(split, 0, blocks, 0);
+  auto task = [&](int t) { part[t] = reduce_tree<Op, I, A>(row, lo[t], hi[t], n, base); };
+  thread_pool::instance().run(count, task);
+  // Merge the parts along the same tree.
+  int next = 0;
+  auto merge = [&](auto&& self, index_t b0, index_t b1, int depth) -> A {
+    if (depth == levels || b1 - b0 == 1) return part[next++];
+    const index_t mid = b0 + (b1 - b0) / 2;
+    A a = self(self, b0, mid, depth + 1);
+    return Op::merge(a, self(self, mid, b1, depth + 1));
+  };
+  return merge(merge, 0, blocks, 0);
+}
+
+// First axis of the reduced run: reduced trailing axes that the operand lets us walk as one.
+template <class C, auto Mask>
+constexpr int run_start() {
+  int t = C::rank > 0 ? C::rank - 1 : 0;
+  while (t > 0 && Mask[t - 1] && flat_from<C>(t - 1)) --t;
+  return t;
+}
+
+// N is taken as a plain type parameter: GCC 12 crashes on lambdas inside templates whose own
+// parameters include class-type values (the reduced-axis mask).
+template <class Dst, class N>
+void run_reduce(const Dst& dst, const N& n) {
+  using Op = typename N::op_type;
+  using C = typename N::child_type;
+  using IS = typename C::shape_type;
+  using I = typename N::input_t;
+  using A = typename N::acc_type;
+  using D = typename Dst::value_type;
+  constexpr int R = C::rank;
+  using index_array = std::array<index_t, R + 1>; // (declared here: GCC 12 crashes on it inside the lambdas)
+  constexpr index_t outputs = N::shape_type::size, count = N::count;
+  using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
+
+  constexpr std::array<bool, R + 1> mask = [] {
+    std::array<bool, R + 1> m{};
+    for (int i = 0; i < R; ++i) m[i] = N::mask[i];
+    return m;
+  }();
+  if constexpr (R == 0 || mask[R > 0 ? R - 1 : 0]) {
+    // The innermost axis is reduced: each output reduces runs along it (several axes long when flat).
+    constexpr int T = run_start<C, N::mask>();
+    constexpr index_t run = detail::product(IS::dims, T, R), runs = count / (run ? run : 1);
+    auto one_output = [&](index_t o, bool parallel_inside) {
+      index_array in{}, out{};
+      detail::unravel<typename N::shape_type>(o, out.data());
+      N::base_index(out.data(), in.data());
+      A acc = Op::template identity<A>();
+      for (index_t r = 0; r < runs; ++r) {
+        const auto row = make_row<T, L>(n.arg, in.data());
+        const index_t blocks = (run + reduce_block - 1) / reduce_block;
+        if (blocks > 0)
+          acc = Op::merge(acc, parallel_inside && blocks > 1 ? reduce_tree_parallel<Op, I, A>(row, run, r * run)
+                                                             : reduce_tree<Op, I, A>(row, 0, blocks, run, r * run));
+        for (int i = T - 1; i >= 0; --i) { // odometer over the reduced axes before the run
+          if (!mask[i]) continue;
+          if (++in[i] < IS::dims[i]) break;
+          in[i] = 0;
+        }
+      }
+      dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc, count));
+    };
+    if constexpr (outputs == 0) return;
+    else if (outputs == 1 || outputs < thread_pool::instance().size()) {
+      for (index_t o = 0; o < outputs; ++o) one_output(o, count >= 4 * parallel_reduce_grain);
+    } else {
+      const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count, 1));
+      parallel_for(outputs, grain, 1, [&](index_t b, index_t e) {
+        for (index_t o = b; o < e; ++o) one_output(o, false);
+      });
+    }
+  } else {
+    // The innermost axis is kept: accumulate whole rows of outputs at once, vectorised along it.
+    constexpr index_t width = IS::dims[R - 1], tile = 256;
+    constexpr index_t out_rows = outputs / (width ? width : 1);
+    auto one_tile = [&](index_t orow, index_t j0) {
+      const index_t j1 = std::min(width, j0 + tile);
+      index_array in{}, out{};
+      detail::unravel<typename N::shape_type>(orow * width, out.data());
+      N::base_index(out.data(), in.data());
+      A acc[tile], blk[tile];
+      for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();
+      for (index_t r = 0; r < count;) {
+        // Blocks of reduced positions are merged into the total: pairwise-ish accuracy for long columns.
+        const index_t rend = std::min(count, r + reduce_block);
+        for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
+        for (; r < rend; ++r) {
+          const auto row = make_row<R - 1, L>(n.arg, in.data());
+          index_t j = j0;
+          if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
+            constexpr index_t w = lanes<I>;
+            for (; j + w <= j1; j += w)
+              Op::simd_combine(batch<I>::load_unaligned(blk + (j - j0)), row.load(j)).store_unaligned(blk + (j - j0));
+          }
+          for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
+          for (int i = R - 2; i >= 0; --i) {
+            if (!mask[i]) continue;
+            if (++in[i] < IS::dims[i]) break;
+            in[i] = 0;
+          }
+        }
+        for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::merge(acc[j], blk[j]);
+      }
+      for (index_t j = j0; j < j1; ++j) {
+        out[N::rank - 1] = j;
+        dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], count));
+      }
+    };
+    constexpr index_t tiles = (width + tile - 1) / tile;
+    const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count * tile, 1));
+    parallel_for(out_rows * tiles, grain, 1, [&](index_t b, index_t e) {
+      for (index_t t = b; t < e; ++t) one_tile(t / tiles, (t % tiles) * tile);
+    });
+  }
+}
+
+// Inclusive scan along one axis: each line is walked in order, in the accumulator type.
+template <class Dst, class Op, class C, int Axis>
+void run_scan(const Dst& dst, const detail::scan_node<Op, C, Axis>& n) {
+  using S = typename C::shape_type;
+  using I = typename detail::scan_node<Op, C, Axis>::input_t;
+  using D = typename Dst::value_type;
+  constexpr int R = S::rank;
+  using index_array = std::array<index_t, R + 1>;
+  constexpr index_t len = S::dims[Axis], lines = S::size / (len ? len : 1);
+  auto line = [&](index_t l) {
+    index_array idx{};
+    for (int i = R - 1; i >= 0; --i) { // unravel l over every axis but Axis
+      if (i == Axis) continue;
+      idx[i] = l % S::dims[i];
+      l /= S::dims[i];
+    }
+    I acc = Op::template identity<I>();
+    for (index_t k = 0; k < len; ++k) {
+      idx[Axis] = k;
+      acc = Op::combine(acc, static_cast<I>(n.arg.at(idx.data())), k);
+      dst.data()[Dst::offset_of(idx.data())] = convert<D>(acc);
+    }
+  };
+  parallel_for(lines, std::max<index_t>(1, (index_t(1) << 15) / std::max<index_t>(len, 1)), 1, [&](index_t b, index_t e) {
+    for (index_t l = b; l < e; ++l) line(l);
+  });
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,191 @@
+#pragma once
+// Row access for the CPU evaluator. The output is walked as [outer..., inner] where `inner` is the
+// longest suffix of axes over which every leaf is either contiguous or broadcast (stride 0); so an
+// elementwise tree over same-shaped tensors is one flat loop, and a broadcast bias is a splat. Each node
+// gives a row object with `scalar(j)` and `batch(j)` (xsimd::batch of the tree's lane type L).
+#include <xsimd/xsimd.hpp>
+
+#include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/view.hpp"
+#include "tenfold/ops/descriptor.hpp"
+
+namespace tenfold::cpu {
+using detail::leaf;
+using detail::map_node;
+using detail::scalar_node;
+
+template <class L>
+using batch = xsimd::batch<L>;
+template <class L>
+inline constexpr index_t lanes = index_t(batch<L>::size);
+
+// ---- which suffix of axes can be walked as one flat run --------------------------------------------
+// kind of a leaf's access over axes [k, R): 0 = broadcast (all strides 0), 1 = contiguous row-major.
+template <int R>
+constexpr bool suffix_flat(const std::array<index_t, R>& st, const std::array<index_t, R>& dims, int k) {
+  bool zero = true, rowmajor = true;
+  index_t expect = 1;
+  for (int i = R - 1; i >= k; --i) {
+    if (dims[i] == 1) continue; // stride of an extent-1 axis never matters
+    zero = zero && st[i] == 0;
+    rowmajor = rowmajor && st[i] == expect;
+    expect *= dims[i];
+  }
+  return zero || rowmajor;
+}
+
+template <class N>
+constexpr bool flat_from(int k) {
+  if constexpr (detail::is_leaf_v<N>) return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k);
+  else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
+        static_cast<decltype(N::args)*>(nullptr), k);
+  else return true; // scalars, and opaque nodes (which unravel the run index themselves)
+}
+
+// First axis of the flat run: the smallest k whose suffix is flat for the tree and the destination.
+template <class N, class Dst>
+constexpr int coalesce_start() {
+  constexpr int r = N::rank;
+  if constexpr (r == 0) return 0;
+  else {
+    int k = r - 1;
+    while (k > 0 && flat_from<N>(k - 1) && flat_from<Dst>(k - 1)) --k;
+    return k;
+  }
+}
+
+// Stride along the flat run for a leaf: its last axis's stride, or 1/0 once the run spans several axes.
+template <class N, int K>
+constexpr index_t run_stride() {
+  constexpr int r = N::rank;
+  if constexpr (r == 0) return 0;
+  else if constexpr (K == r - 1) return N::shape_type::dims[r - 1] == 1 ? 0 : N::strides[r - 1];
+  else {
+    for (int i = r - 1; i >= K; --i)
+      if (N::shape_type::dims[i] != 1 && N::strides[i] != 0) return 1;
+    return 0;
+  }
+}
+
+// ---- the lane type: every non-bool node of a vectorised tree computes in L ----------------------------
+template <class N>
+struct lane_of {
+  using type = std::conditional_t<std::is_same_v<typename N::value_type, bool>, void, compute_t<typename N::value_type>>;
+};
+template <class Op, class... C>
+struct lane_of<map_node<Op, C...>> {
+  using V = typename map_node<Op, C...>::value_type;
+  using type = std::conditional_t<
+      !std::is_same_v<V, bool>, compute_t<V>,
+      std::conditional_t<Op::op_category == ops::category::logical,
+                         typename lane_of<std::tuple_element_t<0, std::tuple<C...>>>::type,
+                         typename Op::template operating_type<typename C::value_type...>>>;
+};
+
+template <class L>
+inline constexpr bool lane_type_v = std::is_same_v<L, float> || std::is_same_v<L, double> ||
+                                    std::is_same_v<L, std::int32_t> || std::is_same_v<L, std::int64_t>;
+
+template <class N, class L>
+using node_batch = std::conditional_t<std::is_same_v<typename N::value_type, bool>, xsimd::batch_bool<L>, batch<L>>;
+
+template <class N, class L>
+struct simd_ok {
+  static constexpr bool value =
+      !std::is_same_v<typename N::value_type, bool> && std::is_same_v<compute_t<typename N::value_type>, L>;
+};
+template <class T, class S, class L>
+struct simd_ok<scalar_node<T, S>, L> {
+  static constexpr bool value = !std::is_same_v<T, bool>;
+};
+template <class Op, class... C, class L>
+struct simd_ok<map_node<Op, C...>, L> {
+  using V = typename map_node<Op, C...>::value_type;
+  static constexpr bool types_ok = [] {
+    if constexpr (Op::op_category == ops::category::logical) return true;
+    else if constexpr (std::is_same_v<V, bool>)
+      return std::is_same_v<typename Op::template operating_type<typename C::value_type...>, L>;
+    else return std::is_same_v<compute_t<V>, L>;
+  }();
+  static constexpr bool value = (simd_ok<C, L>::value && ...) && types_ok &&
+                                requires(const node_batch<C, L>&... b) { Op::simd(b...); };
+};
+
+// ---- rows ------------------------------------------------------------------------------------------
+template <class T, class L, index_t Stride>
+struct leaf_row {
+  T* p;
+  TENFOLD_INLINE compute_t<std::remove_const_t<T>> scalar(index_t j) const { return static_cast<compute_t<std::remove_const_t<T>>>(p[j * Stride]); }
+  TENFOLD_INLINE batch<L> load(index_t j) const {
+    using V = std::remove_const_t<T>;
+    if constexpr (Stride == 0) return batch<L>(static_cast<L>(p[0]));
+    else if constexpr (Stride == 1 && std::is_same_v<V, L>) return batch<L>::load_unaligned(p + j);
+    else {
+      alignas(default_alignment) L tmp[lanes<L>];
+      for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) * Stride]);
+      return batch<L>::load_aligned(tmp);
+    }
+  }
+};
+
+template <class T, class L>
+struct scalar_row {
+  compute_t<T> v;
+  TENFOLD_INLINE compute_t<T> scalar(index_t) const { return v; }
+  TENFOLD_INLINE batch<L> load(index_t) const { return batch<L>(static_cast<L>(v)); }
+};
+
+template <class Op, class V, class L, class... R>
+struct map_row {
+  std::tuple<R...> rows;
+  TENFOLD_INLINE compute_t<V> scalar(index_t j) const {
+    return std::apply([j](const auto&... r) { return Op::template apply<V>(r.scalar(j)...); }, rows);
+  }
+  TENFOLD_INLINE auto load(index_t j) const {
+    return std::apply([j](const auto&... r) { return Op::simd(r.load(j)...); }, rows);
+  }
+};
+
+// Any other node: element by element through its own `at`, unravelling the run index.
+template <class N, int K, class L>
+struct generic_row {
+  const N* node;
+  std::array<index_t, N::rank> idx;
+  TENFOLD_INLINE compute_t<typename N::value_type> scalar(index_t j) const {
+    std::array<index_t, N::rank> i = idx;
+    for (int a = N::rank - 1; a >= K; --a) {
+      i[a] = j % N::shape_type::dims[a];
+      j /= N::shape_type::dims[a];
+    }
+    return node->at(i.data());
+  }
+  TENFOLD_INLINE batch<L> load(index_t j) const {
+    alignas(default_alignment) L tmp[lanes<L>];
+    for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(scalar(j + k));
+    return batch<L>::load_aligned(tmp);
+  }
+};
+
+template <int K, class L, class N>
+TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
+  if constexpr (detail::is_leaf_v<N>) {
+    index_t off = N::offset;
+    for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
+    return leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data() + off};
+  } else if constexpr (detail::is_scalar_node_v<N>) {
+    return scalar_row<typename N::value_type, L>{n.value};
+  } else if constexpr (detail::is_map_node_v<N>) {
+    return std::apply(
+        [idx](const auto&... c) {
+          return map_row<typename N::op_type, typename N::value_type, L, decltype(make_row<K, L>(c, idx))...>{
+              {make_row<K, L>(c, idx)...}};
+        },
+        n.args);
+  } else {
+    generic_row<N, K, L> r{&n, {}};
+    for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
+    return r;
+  }
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,131 @@
+#pragma once
+// A small persistent thread pool: threads are made once (on first use) and never per call. Work is
+// handed out as task indices through an atomic counter; the calling thread takes tasks too. Launching
+// allocates nothing (a function pointer and a context pointer), so evaluation stays allocation-free.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tenfold/core/config.hpp"
+
+namespace tenfold::cpu {
+
+class thread_pool {
+ public:
+  // TENFOLD_NUM_THREADS overrides the hardware count (1 disables threading).
+  static thread_pool& instance() {
+    static thread_pool pool(default_threads());
+    return pool;
+  }
+  int size() const { return int(workers_.size()) + 1; }
+
+  // Calls f(task) for every task in [0, tasks); returns when all are done.
+  template <class F>
+  void run(int tasks, F& f) {
+    if (tasks <= 0) return;
+    if (tasks == 1 || workers_.empty() || inside_task_) {
+      for (int t = 0; t < tasks; ++t) f(t);
+      return;
+    }
+    std::lock_guard<std::mutex> serial(launch_mutex_); // one parallel region at a time
+    {
+      // No worker may still be inside the previous region when its counters are reset.
+      std::unique_lock<std::mutex> lk(m_);
+      done_.wait(lk, [&] { return active_ == 0; });
+      fn_ = [](void* c, int t) { (*static_cast<F*>(c))(t); };
+      ctx_ = &f;
+      tasks_ = tasks;
+      next_.store(0);
+      remaining_.store(tasks);
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lk(m_);
+    done_.wait(lk, [&] { return remaining_.load() == 0 && active_ == 0; });
+  }
+
+  ~thread_pool() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+ private:
+  static int default_threads() {
+    if (const char* e = std::getenv("TENFOLD_NUM_THREADS")) {
+      const int n = std::atoi(e);
+      if (n >= 1) return n;
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+  }
+  explicit thread_pool(int n) {
+    workers_.reserve(n - 1);
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  void work() {
+    inside_task_ = true;
+    for (int t; (t = next_.fetch_add(1)) < tasks_;) {
+      fn_(ctx_, t);
+      if (remaining_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lk(m_);
+        done_.notify_all();
+      }
+    }
+    inside_task_ = false;
+  }
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        ++active_;
+      }
+      work();
+      std::lock_guard<std::mutex> lk(m_);
+      if (--active_ == 0) done_.notify_all();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex launch_mutex_, m_;
+  std::condition_variable wake_, done_;
+  void (*fn_)(void*, int) = nullptr;
+  void* ctx_ = nullptr;
+  int tasks_ = 0, active_ = 0;
+  std::atomic<int> next_{0}, remaining_{0};
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  static inline thread_local bool inside_task_ = false;
+};
+
+// Splits [0, n) into at most one chunk per thread (each a multiple of `align`, at least `grain` long)
+// and calls body(begin, end) for each.
+template <class Body>
+void parallel_for(index_t n, index_t grain, index_t align, Body&& body) {
+  auto& pool = thread_pool::instance();
+  const index_t max_chunks = std::max<index_t>(1, n / std::max<index_t>(grain, 1));
+  const int chunks = int(std::min<index_t>(pool.size(), max_chunks));
+  if (chunks <= 1) {
+    body(index_t(0), n);
+    return;
+  }
+  index_t step = (n + chunks - 1) / chunks;
+  step = (step + align - 1) / align * align;
+  auto task = [&](int t) {
+    const index_t b = std::min(n, t * step), e = std::min(n, b + step);
+    if (b < e) body(b, e);
+  };
+  pool.run(chunks, task);
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,168 @@
+#pragma once
+// The shape of an op descriptor. Every elementwise and reduction op is one struct deriving from one of
+// the bases below; ops/table.hpp lists them. The bases turn the entry's category into result and
+// operating types, so an entry states only its math:
+//
+//   struct exp : unary<exp, floating> {
+//     static constexpr std::string_view name = "exp";
+//     template <class T> TENFOLD_HD static T scalar(T x) { return std::exp(x); }      // host + device
+//     template <class B> static B simd(const B& x) { return xsimd::exp(x); }          // optional
+//     static long double reference(long double x) { return std::exp(x); }             // for the tests
+//     static constexpr test_spec test{.lo = -87, .hi = 88, .ulps = 4};
+//     static constexpr bench_spec bench{.flops = 20};
+//     // vjp: the derivative rule goes here when autodiff lands
+//   };
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+
+#include "tenfold/core/dtype.hpp"
+
+namespace tenfold::ops {
+
+enum class kind { unary, binary, ternary, reduction };
+
+// How an op types its result.
+enum class category {
+  arith,     // result = promoted operand type (bool computes as int32)
+  floating,  // integers promote to float: exp(int) is float
+  compare,   // operands promoted, result bool
+  logical,   // operands as bool, result bool
+  predicate, // floating operand, result bool (isnan)
+};
+
+// Inputs the generated op tests draw from, and how close to the long-double reference they must be.
+struct test_spec {
+  double lo = -10, hi = 10;         // domain of every operand (or of the first, see lo2/hi2)
+  double ulps = 2;                  // tolerance in units in the last place of the result type
+  double lo2 = 0, hi2 = 0;          // the last operand's domain when it differs (hi2 > lo2)
+  bool specials = true;             // also test ±0, ±inf, NaN, denormals, huge values
+  bool integral = false;            // inputs are whole numbers (e.g. for fmod/round edge cases)
+  double abs_tol = 0;               // absolute slack for results near zero (cancellation)
+};
+
+// What the op benchmarks need: work per element (bytes follow from arity and the element type).
+struct bench_spec {
+  double flops = 1;
+};
+
+template <class T>
+using floating_t = std::conditional_t<is_floating_v<T>, T, float>;
+template <class T>
+using arith_t = std::conditional_t<std::is_same_v<T, bool>, std::int32_t, T>;
+
+template <class... V>
+struct promote_all;
+template <class V>
+struct promote_all<V> {
+  using type = V;
+};
+template <class A, class B, class... R>
+struct promote_all<A, B, R...> {
+  using type = typename promote_all<promote_t<A, B>, R...>::type;
+};
+template <class... V>
+using promote_all_t = typename promote_all<V...>::type;
+
+template <category C, class... V>
+struct typing;
+template <class... V>
+struct typing<category::arith, V...> {
+  using result = arith_t<promote_all_t<V...>>;
+  using operating = compute_t<result>;
+};
+template <class... V>
+struct typing<category::floating, V...> {
+  using result = floating_t<promote_all_t<V...>>;
+  using operating = compute_t<result>;
+};
+template <class... V>
+struct typing<category::compare, V...> {
+  using result = bool;
+  using operating = compute_t<promote_all_t<V...>>;
+};
+template <class... V>
+struct typing<category::logical, V...> {
+  using result = bool;
+  using operating = bool;
+};
+template <class... V>
+struct typing<category::predicate, V...> {
+  using result = bool;
+  using operating = compute_t<floating_t<promote_all_t<V...>>>;
+};
+
+template <class Derived, kind K, category C>
+struct elementwise {
+  static constexpr ops::kind op_kind = K;
+  static constexpr ops::category op_category = C;
+  static constexpr int arity = K == kind::unary ? 1 : K == kind::binary ? 2 : 3;
+  template <class... V>
+  using result_type = typename typing<C, V...>::result;
+  template <class... V>
+  using operating_type = typename typing<C, V...>::operating;
+
+  // One element: operands arrive in their compute types, are cast to the operating type, and the
+  // result is returned in the compute type of R (the node's value type).
+  template <class R, class... A>
+  TENFOLD_HD static compute_t<R> apply(A... a) {
+    using O = std::conditional_t<C == category::logical, bool, typename typing<C, A...>::operating>;
+    return static_cast<compute_t<R>>(Derived::scalar(static_cast<O>(a)...));
+  }
+};
+
+template <class D, category C = category::floating>
+struct unary : elementwise<D, kind::unary, C> {};
+template <class D, category C = category::arith>
+struct binary : elementwise<D, kind::binary, C> {};
+template <class D, category C = category::arith>
+struct ternary : elementwise<D, kind::ternary, C> {};
+
+// Reductions: an accumulator with identity, combine (one element and its position in the reduced
+// subspace), merge (two partial results: SIMD lanes, threads, CUDA blocks) and finalize.
+enum class reduce_result {
+  same,     // max, min: the element type
+  wide,     // sum, prod: integers widen to int64
+  floating, // mean, var, norm: integers become float
+  index,    // argmax: int64 positions
+  boolean,  // any, all
+};
+
+template <class V>
+using wide_t = std::conditional_t<is_floating_v<V>, V, std::int64_t>;
+
+template <reduce_result RR, class V>
+struct reduce_typing {
+  using result = std::conditional_t<RR == reduce_result::wide, wide_t<V>,
+                                    std::conditional_t<RR == reduce_result::floating, floating_t<V>, V>>;
+  using input = compute_t<result>;
+};
+template <class V>
+struct reduce_typing<reduce_result::index, V> {
+  using result = std::int64_t;
+  using input = compute_t<V>;
+};
+template <class V>
+struct reduce_typing<reduce_result::boolean, V> {
+  using result = bool;
+  using input = bool;
+};
+
+template <class Derived, reduce_result RR>
+struct reduction {
+  static constexpr ops::kind op_kind = kind::reduction;
+  static constexpr reduce_result result_kind = RR;
+  template <class V>
+  using result_type = typename reduce_typing<RR, V>::result;
+  // Elements are converted to this type before `combine`; the accumulator defaults to it too.
+  template <class V>
+  using input_type = typename reduce_typing<RR, V>::input;
+  template <class I>
+  using acc_type = I;
+  static constexpr bool needs_nonempty = false; // max/min/argmax have no identity
+};
+
+template <class Op, class V>
+using acc_t = typename Op::template acc_type<typename Op::template input_type<V>>;
+} // namespace tenfold::ops

@@ -1,0 +1,40 @@
+#pragma once
+// THE op table: every elementwise and reduction op of tenfold, in one list. The user-facing functions
+// (ops/api.hpp), both evaluators, the op tests and the op benchmarks are generated from these lists;
+// adding an op is adding its entry (ops/table_*.hpp), listing it here and naming its function in
+// ops/api.hpp.
+#include "tenfold/ops/table_reduce.hpp"
+
+namespace tenfold::ops {
+
+template <class... Op>
+struct op_list {
+  static constexpr std::size_t size = sizeof...(Op);
+  template <class F>
+  static constexpr void for_each(F&& f) {
+    (f.template operator()<Op>(), ...);
+  }
+};
+
+using unary_ops = op_list<neg, abs, sign, square, relu, exp, exp2, expm1, log, log2, log1p, sqrt, rsqrt, reciprocal, sin,
+                          cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, floor, ceil, round,
+                          trunc, sigmoid, silu, gelu, gelu_tanh, elu, selu, softplus, logical_not, isnan, isinf>;
+using binary_ops = op_list<add, sub, mul, div, pow, fmod, atan2, minimum, maximum, eq, ne, lt, le, gt, ge, logical_and,
+                           logical_or, logical_xor>;
+using ternary_ops = op_list<where, clamp, lerp>;
+using reduction_ops = op_list<sum, mean, prod, max, min, argmax, argmin, any, all, var, stddev, logsumexp, norm>;
+
+// Every entry must carry a test spec and a bench spec; an entry without one does not compile.
+template <class Op>
+concept table_entry = requires {
+  { Op::name } -> std::convertible_to<std::string_view>;
+  { Op::test } -> std::convertible_to<test_spec>;
+  { Op::bench } -> std::convertible_to<bench_spec>;
+};
+template <class... Op>
+constexpr bool all_entries(op_list<Op...>) {
+  return (table_entry<Op> && ...);
+}
+static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_entries(ternary_ops{}) &&
+              all_entries(reduction_ops{}), "tenfold: every op table entry needs a name, a test_spec and a bench_spec");
+} // namespace tenfold::ops

@@ -1,0 +1,158 @@
+#pragma once
+// Binary and ternary entries of the op table.
+#include "tenfold/ops/table_unary.hpp"
+
+namespace tenfold::ops {
+
+struct add : binary<add> {
+  TENFOLD_OP_NAME(add);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a + b); }
+  template <class B> static B simd(const B& a, const B& b) { return a + b; }
+  static long double reference(long double a, long double b) { return a + b; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct sub : binary<sub> {
+  TENFOLD_OP_NAME(sub);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a - b); }
+  template <class B> static B simd(const B& a, const B& b) { return a - b; }
+  static long double reference(long double a, long double b) { return a - b; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct mul : binary<mul> {
+  TENFOLD_OP_NAME(mul);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a * b); }
+  template <class B> static B simd(const B& a, const B& b) { return a * b; }
+  static long double reference(long double a, long double b) { return a * b; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct div : binary<div, category::floating> {
+  TENFOLD_OP_NAME(div);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return a / b; }
+  template <class B> static B simd(const B& a, const B& b) { return a / b; }
+  static long double reference(long double a, long double b) { return a / b; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct pow : binary<pow, category::floating> {
+  TENFOLD_OP_NAME(pow);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return std::pow(a, b); }
+  template <class B> static B simd(const B& a, const B& b) { return xsimd::pow(a, b); }
+  static long double reference(long double a, long double b) { return std::pow(a, b); }
+  static constexpr test_spec test{.lo = 0, .hi = 10, .ulps = 4, .lo2 = -10, .hi2 = 10};
+  static constexpr bench_spec bench{.flops = 40};
+};
+// C's fmod: the result has the dividend's sign; fmod(x, 0) is NaN (never a trap, even for integers).
+struct fmod : binary<fmod, category::floating> {
+  TENFOLD_OP_NAME(fmod);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return std::fmod(a, b); }
+  template <class B> static B simd(const B& a, const B& b) { return xsimd::fmod(a, b); }
+  static long double reference(long double a, long double b) { return std::fmod(a, b); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0, .lo2 = 0.5, .hi2 = 10};
+  static constexpr bench_spec bench{.flops = 4};
+};
+struct atan2 : binary<atan2, category::floating> {
+  TENFOLD_OP_NAME(atan2);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return std::atan2(a, b); }
+  template <class B> static B simd(const B& a, const B& b) { return xsimd::atan2(a, b); }
+  static long double reference(long double a, long double b) { return std::atan2(a, b); }
+  static constexpr test_spec test{.ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+// minimum/maximum propagate NaN, as NumPy's do (std::fmin would drop it).
+struct minimum : binary<minimum> {
+  TENFOLD_OP_NAME(minimum);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a < b || a != a) ? a : b; }
+  template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a < b) || (a != a), a, b); }
+  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct maximum : binary<maximum> {
+  TENFOLD_OP_NAME(maximum);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a > b || a != a) ? a : b; }
+  template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a > b) || (a != a), a, b); }
+  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+#define TENFOLD_COMPARISON(n, op)                                                        \
+  struct n : binary<n, category::compare> {                                              \
+    TENFOLD_OP_NAME(n);                                                                  \
+    template <class T> TENFOLD_HD static bool scalar(T a, T b) { return a op b; }        \
+    template <class B> static auto simd(const B& a, const B& b) { return a op b; }       \
+    static long double reference(long double a, long double b) { return a op b; }        \
+    static constexpr test_spec test{.ulps = 0, .integral = true};                        \
+    static constexpr bench_spec bench{.flops = 1};                                       \
+  }
+TENFOLD_COMPARISON(eq, ==);
+TENFOLD_COMPARISON(ne, !=);
+TENFOLD_COMPARISON(lt, <);
+TENFOLD_COMPARISON(le, <=);
+TENFOLD_COMPARISON(gt, >);
+TENFOLD_COMPARISON(ge, >=);
+#undef TENFOLD_COMPARISON
+
+struct logical_and : binary<logical_and, category::logical> {
+  TENFOLD_OP_NAME(logical_and);
+  TENFOLD_HD static bool scalar(bool a, bool b) { return a && b; }
+  template <class B> static B simd(const B& a, const B& b) { return a && b; }
+  static long double reference(long double a, long double b) { return a != 0 && b != 0; }
+  static constexpr test_spec test{.ulps = 0, .integral = true};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct logical_or : binary<logical_or, category::logical> {
+  TENFOLD_OP_NAME(logical_or);
+  TENFOLD_HD static bool scalar(bool a, bool b) { return a || b; }
+  template <class B> static B simd(const B& a, const B& b) { return a || b; }
+  static long double reference(long double a, long double b) { return a != 0 || b != 0; }
+  static constexpr test_spec test{.ulps = 0, .integral = true};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct logical_xor : binary<logical_xor, category::logical> {
+  TENFOLD_OP_NAME(logical_xor);
+  TENFOLD_HD static bool scalar(bool a, bool b) { return a != b; }
+  template <class B> static B simd(const B& a, const B& b) { return a != b; }
+  static long double reference(long double a, long double b) { return (a != 0) != (b != 0); }
+  static constexpr test_spec test{.ulps = 0, .integral = true};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+// where(cond, a, b): cond is read as bool, a and b promote together.
+struct where : ternary<where> {
+  TENFOLD_OP_NAME(where);
+  template <class C, class A, class B>
+  using result_type = arith_t<promote_t<A, B>>;
+  template <class R, class C, class A, class B>
+  TENFOLD_HD static compute_t<R> apply(C c, A a, B b) {
+    return static_cast<bool>(c) ? static_cast<compute_t<R>>(a) : static_cast<compute_t<R>>(b);
+  }
+  template <class M, class B> static B simd(const M& c, const B& a, const B& b) { return xsimd::select(c, a, b); }
+  static long double reference(long double c, long double a, long double b) { return c != 0 ? a : b; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+// clamp(x, lo, hi) = min(max(x, lo), hi); NaN in x propagates.
+struct clamp : ternary<clamp> {
+  TENFOLD_OP_NAME(clamp);
+  template <class T> TENFOLD_HD static T scalar(T x, T lo, T hi) { return x < lo ? lo : x > hi ? hi : x; }
+  template <class B> static B simd(const B& x, const B& lo, const B& hi) {
+    return xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x));
+  }
+  static long double reference(long double x, long double lo, long double hi) { return x < lo ? lo : x > hi ? hi : x; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 2};
+};
+// lerp(a, b, t) = a + t (b - a), exact at t = 0.
+struct lerp : ternary<lerp, category::floating> {
+  TENFOLD_OP_NAME(lerp);
+  template <class T> TENFOLD_HD static T scalar(T a, T b, T t) { return a + t * (b - a); }
+  template <class B> static B simd(const B& a, const B& b, const B& t) { return a + t * (b - a); }
+  static long double reference(long double a, long double b, long double t) { return a + t * (b - a); }
+  static constexpr test_spec test{.lo = -10, .hi = 10, .ulps = 2, .lo2 = 0, .hi2 = 1, .specials = false, .abs_tol = 1e-5};
+  static constexpr bench_spec bench{.flops = 3};
+};
+} // namespace tenfold::ops

@@ -1,0 +1,247 @@
+#pragma once
+// Reduction entries of the op table. `combine(acc, x, i)` folds element x found at position i of the
+// reduced subspace; `merge(a, b)` joins two partial results where a covers earlier positions than b;
+// `simd_combine` (optional) folds a whole batch into a batch of accumulators.
+#include <algorithm>
+
+#include "tenfold/ops/table_binary.hpp"
+
+namespace tenfold::ops {
+
+struct sum : reduction<sum, reduce_result::wide> {
+  TENFOLD_OP_NAME(sum);
+  template <class A> TENFOLD_HD static constexpr A identity() { return A(0); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc + x; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
+  static long double reference(const long double* x, index_t n) {
+    long double s = 0;
+    for (index_t i = 0; i < n; ++i) s += x[i];
+    return s;
+  }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct mean : reduction<mean, reduce_result::floating> {
+  TENFOLD_OP_NAME(mean);
+  template <class A> TENFOLD_HD static constexpr A identity() { return A(0); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc + x; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t n) { return n ? a / A(n) : A(NAN); }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
+  static long double reference(const long double* x, index_t n) { return sum::reference(x, n) / n; }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct prod : reduction<prod, reduce_result::wide> {
+  TENFOLD_OP_NAME(prod);
+  template <class A> TENFOLD_HD static constexpr A identity() { return A(1); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc * x; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a * b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return acc * x; }
+  static long double reference(const long double* x, index_t n) {
+    long double p = 1;
+    for (index_t i = 0; i < n; ++i) p *= x[i];
+    return p;
+  }
+  static constexpr test_spec test{.lo = 0.5, .hi = 1.5, .ulps = 64};
+  static constexpr bench_spec bench{.flops = 1};
+};
+// max/min propagate NaN like NumPy: once an accumulator is NaN it stays NaN.
+struct max : reduction<max, reduce_result::same> {
+  TENFOLD_OP_NAME(max);
+  static constexpr bool needs_nonempty = true;
+  template <class A> TENFOLD_HD static constexpr A identity() { return std::numeric_limits<A>::lowest(); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x > acc || x != x) ? A(x) : acc; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return (b > a || b != b) ? b : a; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x > acc) || (x != x), x, acc); }
+  static long double reference(const long double* x, index_t n) {
+    long double m = x[0];
+    for (index_t i = 0; i < n; ++i)
+      if (std::isnan(x[i])) return x[i];
+      else m = std::max(m, x[i]);
+    return m;
+  }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct min : reduction<min, reduce_result::same> {
+  TENFOLD_OP_NAME(min);
+  static constexpr bool needs_nonempty = true;
+  template <class A> TENFOLD_HD static constexpr A identity() { return std::numeric_limits<A>::max(); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x < acc || x != x) ? A(x) : acc; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return (b < a || b != b) ? b : a; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x < acc) || (x != x), x, acc); }
+  static long double reference(const long double* x, index_t n) {
+    long double m = x[0];
+    for (index_t i = 0; i < n; ++i)
+      if (std::isnan(x[i])) return x[i];
+      else m = std::min(m, x[i]);
+    return m;
+  }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+// argmax/argmin: the first position of the extreme value; the first NaN wins, as in NumPy.
+template <class T>
+struct value_index {
+  T value;
+  index_t index;
+};
+template <class D, bool Greater>
+struct arg_extreme : reduction<D, reduce_result::index> {
+  static constexpr bool needs_nonempty = true;
+  template <class I> using acc_type = value_index<I>;
+  template <class A> TENFOLD_HD static constexpr A identity() { return {decltype(A::value)(NAN), -1}; }
+  template <class A> TENFOLD_HD static bool better(const A& b, const A& a) {
+    if (a.index < 0) return b.index >= 0;
+    if (b.index < 0 || a.value != a.value) return false;
+    if (b.value != b.value) return true;
+    return Greater ? b.value > a.value : b.value < a.value;
+  }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t i) {
+    const A c{decltype(A::value)(x), i};
+    return better(c, acc) ? c : acc;
+  }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return better(b, a) ? b : a; }
+  template <class A> TENFOLD_HD static index_t finalize(A a, index_t) { return a.index; }
+  static long double reference(const long double* x, index_t n) {
+    index_t best = 0;
+    for (index_t i = 0; i < n; ++i) {
+      if (std::isnan(x[i])) return i;
+      if (Greater ? x[i] > x[best] : x[i] < x[best]) best = i;
+    }
+    return best;
+  }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 2};
+};
+struct argmax : arg_extreme<argmax, true> {
+  TENFOLD_OP_NAME(argmax);
+};
+struct argmin : arg_extreme<argmin, false> {
+  TENFOLD_OP_NAME(argmin);
+};
+
+struct any : reduction<any, reduce_result::boolean> {
+  TENFOLD_OP_NAME(any);
+  template <class A> TENFOLD_HD static constexpr A identity() { return false; }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc || bool(x); }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a || b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  static long double reference(const long double* x, index_t n) { return std::any_of(x, x + n, [](long double v) { return v != 0; }); }
+  static constexpr test_spec test{.ulps = 0, .integral = true};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct all : reduction<all, reduce_result::boolean> {
+  TENFOLD_OP_NAME(all);
+  template <class A> TENFOLD_HD static constexpr A identity() { return true; }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc && bool(x); }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a && b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
+  static long double reference(const long double* x, index_t n) { return std::all_of(x, x + n, [](long double v) { return v != 0; }); }
+  static constexpr test_spec test{.ulps = 0, .integral = true};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+// Variance by Welford's update, merged with Chan et al.'s pairwise formula: one pass, and stable
+// under the tree-shaped merges of threads and GPU blocks. Population variance (ddof = 0), as NumPy.
+template <class T>
+struct moments {
+  T n, mean, m2;
+};
+template <class D, bool Sqrt>
+struct variance : reduction<D, reduce_result::floating> {
+  template <class I> using acc_type = moments<I>;
+  template <class A> TENFOLD_HD static constexpr A identity() { return {0, 0, 0}; }
+  template <class A, class X> TENFOLD_HD static A combine(A a, X x, index_t) {
+    a.n += 1;
+    const auto d = x - a.mean;
+    a.mean += d / a.n;
+    a.m2 += d * (x - a.mean);
+    return a;
+  }
+  template <class A> TENFOLD_HD static A merge(A a, A b) {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    const auto n = a.n + b.n, d = b.mean - a.mean;
+    return {n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)};
+  }
+  template <class A> TENFOLD_HD static auto finalize(A a, index_t) {
+    const auto v = a.m2 / a.n;
+    if constexpr (Sqrt) return std::sqrt(v);
+    else return v;
+  }
+  static long double reference(const long double* x, index_t n) {
+    const long double m = sum::reference(x, n) / n;
+    long double s = 0;
+    for (index_t i = 0; i < n; ++i) s += (x[i] - m) * (x[i] - m);
+    return Sqrt ? std::sqrt(s / n) : s / n;
+  }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 8};
+  static constexpr bench_spec bench{.flops = 6};
+};
+struct var : variance<var, false> {
+  TENFOLD_OP_NAME(var);
+};
+// Named `stddev` here: a type called `std` would hide namespace std inside tenfold::ops.
+struct stddev : variance<stddev, true> {
+  static constexpr std::string_view name = "std";
+};
+
+// log Σ exp(x) online: keep the running max m and s = Σ exp(x - m).
+template <class T>
+struct max_sum {
+  T m, s;
+};
+struct logsumexp : reduction<logsumexp, reduce_result::floating> {
+  TENFOLD_OP_NAME(logsumexp);
+  template <class I> using acc_type = max_sum<I>;
+  template <class A> TENFOLD_HD static constexpr A identity() {
+    using T = decltype(A::m);
+    return {-std::numeric_limits<T>::infinity(), T(0)};
+  }
+  template <class A> TENFOLD_HD static A merge(A a, A b) {
+    using T = decltype(A::m);
+    if (a.m != a.m || b.m != b.m) return {T(NAN), T(NAN)};
+    if (b.m == -std::numeric_limits<T>::infinity()) return a;
+    if (a.m == -std::numeric_limits<T>::infinity()) return b;
+    if (b.m == std::numeric_limits<T>::infinity() || a.m == std::numeric_limits<T>::infinity())
+      return {std::numeric_limits<T>::infinity(), T(1)};
+    return a.m >= b.m ? A{a.m, a.s + b.s * std::exp(b.m - a.m)} : A{b.m, b.s + a.s * std::exp(a.m - b.m)};
+  }
+  template <class A, class X> TENFOLD_HD static A combine(A a, X x, index_t) { return merge(a, A{x, decltype(A::s)(1)}); }
+  template <class A> TENFOLD_HD static auto finalize(A a, index_t) { return a.m + std::log(a.s); }
+  static long double reference(const long double* x, index_t n) {
+    long double m = -INFINITY;
+    for (index_t i = 0; i < n; ++i) m = std::isnan(x[i]) ? x[i] : std::max(m, x[i]);
+    if (std::isnan(m) || std::isinf(m)) return m;
+    long double s = 0;
+    for (index_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
+    return m + std::log(s);
+  }
+  static constexpr test_spec test{.lo = -50, .hi = 50, .ulps = 4};
+  static constexpr bench_spec bench{.flops = 22};
+};
+// Euclidean norm. Σ x² in the accumulator type: overflows only where x² itself would.
+struct norm : reduction<norm, reduce_result::floating> {
+  TENFOLD_OP_NAME(norm);
+  template <class A> TENFOLD_HD static constexpr A identity() { return A(0); }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc + x * x; }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
+  template <class A> TENFOLD_HD static A finalize(A a, index_t) { return std::sqrt(a); }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::fma(x, x, acc); }
+  static long double reference(const long double* x, index_t n) {
+    long double s = 0;
+    for (index_t i = 0; i < n; ++i) s += x[i] * x[i];
+    return std::sqrt(s);
+  }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
+  static constexpr bench_spec bench{.flops = 2};
+};
+} // namespace tenfold::ops

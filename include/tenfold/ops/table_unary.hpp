@@ -1,0 +1,396 @@
+#pragma once
+// Unary entries of the op table (see ops/descriptor.hpp for the shape of an entry).
+#include <xsimd/xsimd.hpp>
+
+#include "tenfold/ops/descriptor.hpp"
+
+namespace tenfold::ops {
+namespace sc {
+// Scalar helpers shared by several entries.
+template <class T>
+TENFOLD_HD constexpr T zero() { return T(0); }
+template <class T>
+TENFOLD_HD constexpr T one() { return T(1); }
+} // namespace sc
+
+#define TENFOLD_OP_NAME(n) static constexpr std::string_view name = #n
+
+struct neg : unary<neg, category::arith> {
+  TENFOLD_OP_NAME(neg);
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(-x); }
+  template <class B> static B simd(const B& x) { return -x; }
+  static long double reference(long double x) { return -x; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct abs : unary<abs, category::arith> {
+  TENFOLD_OP_NAME(abs);
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x < 0 ? T(-x) : x;
+    else return std::fabs(x);
+  }
+  template <class B> static B simd(const B& x) { return xsimd::abs(x); }
+  static long double reference(long double x) { return std::fabs(x); }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct sign : unary<sign, category::arith> {
+  TENFOLD_OP_NAME(sign);
+  // sign(±0) = ±0 and sign(NaN) = NaN, as in NumPy.
+  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
+  template <class B> static B simd(const B& x) {
+    return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x));
+  }
+  static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 2};
+};
+struct square : unary<square, category::arith> {
+  TENFOLD_OP_NAME(square);
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(x * x); }
+  template <class B> static B simd(const B& x) { return x * x; }
+  static long double reference(long double x) { return x * x; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct relu : unary<relu, category::arith> {
+  TENFOLD_OP_NAME(relu);
+  // NaN propagates (max(NaN, 0) would hide it).
+  template <class T> TENFOLD_HD static T scalar(T x) { return x < T(0) ? T(0) : x; }
+  template <class B> static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
+  static long double reference(long double x) { return x < 0 ? 0 : x; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+struct exp : unary<exp> {
+  TENFOLD_OP_NAME(exp);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::exp(x); }
+  template <class B> static B simd(const B& x) { return xsimd::exp(x); }
+  static long double reference(long double x) { return std::exp(x); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct exp2 : unary<exp2> {
+  TENFOLD_OP_NAME(exp2);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::exp2(x); }
+  template <class B> static B simd(const B& x) { return xsimd::exp2(x); }
+  static long double reference(long double x) { return std::exp2(x); }
+  static constexpr test_spec test{.lo = -140, .hi = 140, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct expm1 : unary<expm1> {
+  TENFOLD_OP_NAME(expm1);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::expm1(x); }
+  template <class B> static B simd(const B& x) { return xsimd::expm1(x); }
+  static long double reference(long double x) { return std::expm1(x); }
+  static constexpr test_spec test{.lo = -30, .hi = 80, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct log : unary<log> {
+  TENFOLD_OP_NAME(log);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::log(x); }
+  template <class B> static B simd(const B& x) { return xsimd::log(x); }
+  static long double reference(long double x) { return std::log(x); }
+  static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct log2 : unary<log2> {
+  TENFOLD_OP_NAME(log2);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::log2(x); }
+  template <class B> static B simd(const B& x) { return xsimd::log2(x); }
+  static long double reference(long double x) { return std::log2(x); }
+  static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct log1p : unary<log1p> {
+  TENFOLD_OP_NAME(log1p);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::log1p(x); }
+  template <class B> static B simd(const B& x) { return xsimd::log1p(x); }
+  static long double reference(long double x) { return std::log1p(x); }
+  static constexpr test_spec test{.lo = -0.999, .hi = 1e6, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct sqrt : unary<sqrt> {
+  TENFOLD_OP_NAME(sqrt);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::sqrt(x); }
+  template <class B> static B simd(const B& x) { return xsimd::sqrt(x); }
+  static long double reference(long double x) { return std::sqrt(x); }
+  static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct rsqrt : unary<rsqrt> {
+  TENFOLD_OP_NAME(rsqrt);
+  // Exact division, not the 12-bit hardware estimate: results must match the reference.
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / std::sqrt(x); }
+  template <class B> static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
+  static long double reference(long double x) { return 1 / std::sqrt(x); }
+  static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 1};
+  static constexpr bench_spec bench{.flops = 2};
+};
+struct reciprocal : unary<reciprocal> {
+  TENFOLD_OP_NAME(reciprocal);
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / x; }
+  template <class B> static B simd(const B& x) { return B(1) / x; }
+  static long double reference(long double x) { return 1 / x; }
+  static constexpr test_spec test{.ulps = 0.5};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct sin : unary<sin> {
+  TENFOLD_OP_NAME(sin);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::sin(x); }
+  template <class B> static B simd(const B& x) { return xsimd::sin(x); }
+  static long double reference(long double x) { return std::sin(x); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct cos : unary<cos> {
+  TENFOLD_OP_NAME(cos);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::cos(x); }
+  template <class B> static B simd(const B& x) { return xsimd::cos(x); }
+  static long double reference(long double x) { return std::cos(x); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct tan : unary<tan> {
+  TENFOLD_OP_NAME(tan);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::tan(x); }
+  template <class B> static B simd(const B& x) { return xsimd::tan(x); }
+  static long double reference(long double x) { return std::tan(x); }
+  static constexpr test_spec test{.lo = -1.5, .hi = 1.5, .ulps = 3};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct asin : unary<asin> {
+  TENFOLD_OP_NAME(asin);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::asin(x); }
+  template <class B> static B simd(const B& x) { return xsimd::asin(x); }
+  static long double reference(long double x) { return std::asin(x); }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct acos : unary<acos> {
+  TENFOLD_OP_NAME(acos);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::acos(x); }
+  template <class B> static B simd(const B& x) { return xsimd::acos(x); }
+  static long double reference(long double x) { return std::acos(x); }
+  static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct atan : unary<atan> {
+  TENFOLD_OP_NAME(atan);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::atan(x); }
+  template <class B> static B simd(const B& x) { return xsimd::atan(x); }
+  static long double reference(long double x) { return std::atan(x); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 20};
+};
+struct sinh : unary<sinh> {
+  TENFOLD_OP_NAME(sinh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::sinh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::sinh(x); }
+  static long double reference(long double x) { return std::sinh(x); }
+  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct cosh : unary<cosh> {
+  TENFOLD_OP_NAME(cosh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::cosh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::cosh(x); }
+  static long double reference(long double x) { return std::cosh(x); }
+  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct tanh : unary<tanh> {
+  TENFOLD_OP_NAME(tanh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::tanh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::tanh(x); }
+  static long double reference(long double x) { return std::tanh(x); }
+  static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct asinh : unary<asinh> {
+  TENFOLD_OP_NAME(asinh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::asinh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::asinh(x); }
+  static long double reference(long double x) { return std::asinh(x); }
+  static constexpr test_spec test{.lo = -1e4, .hi = 1e4, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct acosh : unary<acosh> {
+  TENFOLD_OP_NAME(acosh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::acosh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::acosh(x); }
+  static long double reference(long double x) { return std::acosh(x); }
+  static constexpr test_spec test{.lo = 1, .hi = 1e4, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct atanh : unary<atanh> {
+  TENFOLD_OP_NAME(atanh);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::atanh(x); }
+  template <class B> static B simd(const B& x) { return xsimd::atanh(x); }
+  static long double reference(long double x) { return std::atanh(x); }
+  static constexpr test_spec test{.lo = -0.999, .hi = 0.999, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct erf : unary<erf> {
+  TENFOLD_OP_NAME(erf);
+  template <class T> TENFOLD_HD static T scalar(T x) { return std::erf(x); }
+  template <class B> static B simd(const B& x) { return xsimd::erf(x); }
+  static long double reference(long double x) { return std::erf(x); }
+  static constexpr test_spec test{.lo = -5, .hi = 5, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+
+struct floor : unary<floor, category::arith> {
+  TENFOLD_OP_NAME(floor);
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x;
+    else return std::floor(x);
+  }
+  template <class B> static B simd(const B& x) { return xsimd::floor(x); }
+  static long double reference(long double x) { return std::floor(x); }
+  static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct ceil : unary<ceil, category::arith> {
+  TENFOLD_OP_NAME(ceil);
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x;
+    else return std::ceil(x);
+  }
+  template <class B> static B simd(const B& x) { return xsimd::ceil(x); }
+  static long double reference(long double x) { return std::ceil(x); }
+  static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct round : unary<round, category::arith> {
+  TENFOLD_OP_NAME(round);
+  // Half to even, as NumPy and PyTorch round.
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x;
+    else return std::nearbyint(x);
+  }
+  template <class B> static B simd(const B& x) { return xsimd::nearbyint(x); }
+  static long double reference(long double x) {
+    const long double f = std::floor(x), d = x - f;
+    if (d != 0.5L) return std::floor(x + 0.5L);
+    return std::fmod(f, 2.0L) == 0 ? f : f + 1;
+  }
+  static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct trunc : unary<trunc, category::arith> {
+  TENFOLD_OP_NAME(trunc);
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x;
+    else return std::trunc(x);
+  }
+  template <class B> static B simd(const B& x) { return xsimd::trunc(x); }
+  static long double reference(long double x) { return std::trunc(x); }
+  static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+
+struct sigmoid : unary<sigmoid> {
+  TENFOLD_OP_NAME(sigmoid);
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  template <class B> static B simd(const B& x) { return B(1) / (B(1) + xsimd::exp(-x)); }
+  static long double reference(long double x) { return 1 / (1 + std::exp(-x)); }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 3};
+  static constexpr bench_spec bench{.flops = 22};
+};
+struct silu : unary<silu> {
+  TENFOLD_OP_NAME(silu);
+  template <class T> TENFOLD_HD static T scalar(T x) { return x / (T(1) + std::exp(-x)); }
+  template <class B> static B simd(const B& x) { return x / (B(1) + xsimd::exp(-x)); }
+  static long double reference(long double x) { return x / (1 + std::exp(-x)); }
+  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr bench_spec bench{.flops = 23};
+};
+// gelu(x) = x Φ(x); written with erfc so that the left tail keeps full relative precision.
+struct gelu : unary<gelu> {
+  TENFOLD_OP_NAME(gelu);
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(0.5) * x * std::erfc(x * T(-0.70710678118654752440)); }
+  template <class B> static B simd(const B& x) { return B(0.5) * x * xsimd::erfc(x * B(-0.70710678118654752440)); }
+  static long double reference(long double x) { return 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); }
+  static constexpr test_spec test{.lo = -12, .hi = 12, .ulps = 4};
+  static constexpr bench_spec bench{.flops = 30};
+};
+// The tanh approximation used by GPT-2 and BERT.
+struct gelu_tanh : unary<gelu_tanh> {
+  TENFOLD_OP_NAME(gelu_tanh);
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
+  }
+  template <class B> static B simd(const B& x) {
+    return B(0.5) * x * (B(1) + xsimd::tanh(B(0.79788456080286535588) * (x + B(0.044715) * x * x * x)));
+  }
+  static long double reference(long double x) {
+    return 0.5L * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x)));
+  }
+  // 1 + tanh(.) cancels in the left tail: absolute slack there.
+  static constexpr test_spec test{.lo = -10, .hi = 10, .ulps = 4, .abs_tol = 1e-6};
+  static constexpr bench_spec bench{.flops = 30};
+};
+struct elu : unary<elu> {
+  TENFOLD_OP_NAME(elu);
+  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? x : std::expm1(x); }
+  template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, xsimd::expm1(x)); }
+  static long double reference(long double x) { return x > 0 ? x : std::expm1(x); }
+  static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
+  static constexpr bench_spec bench{.flops = 25};
+};
+struct selu : unary<selu> {
+  TENFOLD_OP_NAME(selu);
+  static constexpr double alpha = 1.6732632423543772848170429916717;
+  static constexpr double scale = 1.0507009873554804934193349852946;
+  template <class T> TENFOLD_HD static T scalar(T x) { return T(scale) * (x > T(0) ? x : T(alpha) * std::expm1(x)); }
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    return B(T(scale)) * xsimd::select(x > B(0), x, B(T(alpha)) * xsimd::expm1(x));
+  }
+  static long double reference(long double x) {
+    return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * std::expm1(x));
+  }
+  static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 3};
+  static constexpr bench_spec bench{.flops = 26};
+};
+struct softplus : unary<softplus> {
+  TENFOLD_OP_NAME(softplus);
+  // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
+  }
+  template <class B> static B simd(const B& x) {
+    return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(xsimd::exp(-xsimd::abs(x)));
+  }
+  static long double reference(long double x) { return (x > 0 ? x : 0) + std::log1p(std::exp(-std::fabs(x))); }
+  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr bench_spec bench{.flops = 45};
+};
+
+struct logical_not : unary<logical_not, category::logical> {
+  TENFOLD_OP_NAME(logical_not);
+  TENFOLD_HD static bool scalar(bool x) { return !x; }
+  template <class B> static B simd(const B& x) { return !x; }
+  static long double reference(long double x) { return x == 0; }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct isnan : unary<isnan, category::predicate> {
+  TENFOLD_OP_NAME(isnan);
+  template <class T> TENFOLD_HD static bool scalar(T x) { return x != x; }
+  template <class B> static auto simd(const B& x) { return xsimd::isnan(x); }
+  static long double reference(long double x) { return std::isnan(x); }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+struct isinf : unary<isinf, category::predicate> {
+  TENFOLD_OP_NAME(isinf);
+  template <class T> TENFOLD_HD static bool scalar(T x) { return std::isinf(x); }
+  template <class B> static auto simd(const B& x) { return xsimd::abs(x) == B(std::numeric_limits<typename B::value_type>::infinity()); }
+  static long double reference(long double x) { return std::isinf(x); }
+  static constexpr test_spec test{.ulps = 0};
+  static constexpr bench_spec bench{.flops = 1};
+};
+} // namespace tenfold::ops

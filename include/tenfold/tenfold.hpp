@@ -1,0 +1,7 @@
+#pragma once
+// tenfold: everything that runs on the CPU. (tenfold/cuda.hpp adds the CUDA evaluator under nvcc.)
+#include "tenfold/core/tensor.hpp"
+#include "tenfold/core/views.hpp"
+#include "tenfold/ops/api.hpp"
+#include "tenfold/ops/creation.hpp"
+#include "tenfold/cpu/evaluator.hpp"
