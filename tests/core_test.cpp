@@ -119,3 +119,48 @@ TEST_CASE("every node names itself", "[core]") {
   auto e = exp(a + 1.0f);
   CHECK(detail::str<decltype(e)>() == "exp(add(float32[2,3], float32))");
 }
+
+// The block path (transposed operands, in-register transposes, streaming stores for large outputs)
+// against an index computation, at sizes with and without ragged edges.
+template <class T, index_t B, index_t M, index_t N>
+void check_transposed_expression() {
+  using In = shape<B, N, M>;
+  using R = std::conditional_t<std::is_integral_v<T>, float, T>;
+  rng g(3);
+  Tensor<T, In> x = floor(uniform<In, R>(g, -100, 100));
+  Tensor<T, shape<B, M, N>> y = floor(uniform<shape<B, M, N>, R>(g, -100, 100));
+  Tensor<T, shape<N>> bias = floor(uniform<shape<N>, R>(g, -100, 100));
+  Tensor<T, shape<B, M, N>> out = permute<0, 2, 1>(x) * T(2) + y - bias;
+  Tensor<T, shape<B, M, N>> plain = permute<0, 2, 1>(x);
+  bool ok = true, ok_plain = true;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = 0; j < N; ++j) {
+        ok = ok && out(b, i, j) == x(b, j, i) * T(2) + y(b, i, j) - bias(j);
+        ok_plain = ok_plain && plain(b, i, j) == x(b, j, i);
+      }
+  CHECK(ok);
+  CHECK(ok_plain);
+}
+
+TEST_CASE("transposed operands at ragged and exact block sizes", "[core][transpose]") {
+  check_transposed_expression<float, 1, 1, 1>();
+  check_transposed_expression<float, 1, 16, 16>();
+  check_transposed_expression<float, 2, 37, 29>();
+  check_transposed_expression<float, 3, 64, 48>();
+  check_transposed_expression<double, 2, 37, 29>();
+  check_transposed_expression<double, 1, 24, 8>();
+  check_transposed_expression<float, 1, 1536, 1552>(); // > 8 MiB: streaming stores, threads
+  check_transposed_expression<int, 2, 33, 17>();       // no block path for int: gathers
+}
+
+TEST_CASE("transpose into a half-precision tensor and of a flipped view", "[core][transpose]") {
+  Tensor<float, shape<20, 18>> x = reshape<20, 18>(arange<float, 360>());
+  Tensor<bf16, shape<18, 20>> h = transpose(x);
+  Tensor<float, shape<18, 20>> f = transpose(flip<0>(x));
+  for (int i = 0; i < 18; ++i)
+    for (int j = 0; j < 20; ++j) {
+      CHECK(float(h(i, j)) == float(bf16(x(j, i))));
+      CHECK(f(i, j) == x(19 - j, i));
+    }
+}

@@ -3,6 +3,7 @@
 // assignment, chosen at compile time from the expression type: elementwise trees run as flat (or
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
+#include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/reduce.hpp"
 
 namespace tenfold {
@@ -43,6 +44,86 @@ TENFOLD_INLINE void store_run_scalar(const leaf_row<T, L, Stride>& dst, const Ro
   for (; j < stop; ++j) dst.p[j * Stride] = convert<std::remove_const_t<T>>(src.scalar(j));
 }
 
+// Does some leaf step through memory along the run (a transposed or strided operand)?
+template <class N, int K>
+constexpr bool strided_run() {
+  if constexpr (detail::is_leaf_v<N>) {
+    constexpr index_t s = run_stride<N, K>();
+    return s != 0 && s != 1;
+  } else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*) { return (strided_run<C, K>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else return false;
+}
+
+// Tile edge for strided runs: a tile's rows of every operand stay in L1 while it is written.
+inline constexpr index_t transpose_tile = 32;
+
+// Outputs at least this large are written with streaming stores on the block path.
+inline constexpr index_t streaming_bytes = index_t(8) << 20;
+
+// W x W blocks, column strips outermost: each strip reads W rows of a transposed operand front to back
+// (prefetch-friendly) and writes whole cache lines of the output. `row` handles the ragged edges.
+template <class Dst, class N, class Row>
+void run_blocks(const Dst& dst, const N& n, const Row& row) {
+  using S = typename N::shape_type;
+  using L = compute_t<typename N::value_type>;
+  constexpr int R = S::rank;
+  constexpr index_t w = lanes<L>, rows = S::dims[R - 2], cols = S::dims[R - 1];
+  constexpr index_t strips = (cols + w - 1) / w, batches = detail::product(S::dims, 0, R - 2);
+  constexpr bool stream = S::size * index_t(sizeof(L)) >= streaming_bytes;
+  using index_array = std::array<index_t, R + 1>;
+  auto block_at = [&](index_array& i, index_t r, index_t j0) {
+    i[R - 2] = r;
+    const auto blk = make_block<L>(n, i.data()).load(j0);
+    L* d = dst.data() + Dst::offset_of(i.data()) + j0;
+    for (index_t q = 0; q < w; ++q) {
+      if constexpr (stream) store_stream(d + q * row_stride_v<Dst>, blk[q]);
+      else blk[q].store_unaligned(d + q * row_stride_v<Dst>);
+    }
+  };
+  auto edge = [&](index_array& i, index_t r, index_t j0, index_t j1) {
+    i[R - 2] = r;
+    row(i.data(), j0, j1);
+  };
+  constexpr index_t full_rows = rows / w * w, full_cols = cols / w * w;
+  if constexpr (stream) {
+    // Larger than the caches: column strips outermost, so each strip streams W operand rows.
+    auto run_strips = [&](index_t b, index_t e) {
+      index_array i{};
+      for (index_t t = b; t < e; ++t) {
+        detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t / strips, i.data());
+        const index_t j0 = t % strips * w, j1 = std::min(cols, j0 + w);
+        index_t r = 0;
+        if (j1 - j0 == w)
+          for (; r < full_rows; r += w) block_at(i, r, j0);
+        for (; r < rows; ++r) edge(i, r, j0, j1);
+      }
+      stream_fence();
+    };
+    parallel_for(batches * strips, 1, 1, run_strips);
+  } else {
+    // In cache: row blocks outermost, so the output is written front to back.
+    constexpr index_t row_blocks = (rows + w - 1) / w;
+    auto run_rows = [&](index_t b, index_t e) {
+      index_array i{};
+      for (index_t t = b; t < e; ++t) {
+        detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t / row_blocks, i.data());
+        const index_t r0 = t % row_blocks * w;
+        if (r0 + w <= rows) {
+          for (index_t j0 = 0; j0 < full_cols; j0 += w) block_at(i, r0, j0);
+          if (full_cols < cols)
+            for (index_t r = r0; r < r0 + w; ++r) edge(i, r, full_cols, cols);
+        } else {
+          for (index_t r = r0; r < rows; ++r) edge(i, r, 0, cols);
+        }
+      }
+    };
+    constexpr index_t tasks = batches * row_blocks;
+    if constexpr (S::size <= parallel_grain) run_rows(0, tasks);
+    else parallel_for(tasks, std::max<index_t>(1, parallel_grain / (cols * w)), 1, run_rows);
+  }
+}
+
 // dst: a writable leaf with N's shape.
 template <class Dst, class N>
 void run_elementwise(const Dst& dst, const N& n) {
@@ -62,7 +143,32 @@ void run_elementwise(const Dst& dst, const N& n) {
     };
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     index_array idx{};
-    if constexpr (S::size <= parallel_grain) {
+    using D = typename Dst::value_type;
+    if constexpr (vec && R >= 2 && has_transposed_leaf<N>() && std::is_same_v<D, L> &&
+                  std::is_same_v<typename N::value_type, D> && col_stride_v<Dst> == 1) {
+      run_blocks(dst, n, row);
+    } else if constexpr (R >= 2 && K == R - 1 && (strided_run<N, K>() || strided_run<Dst, K>())) {
+      // A transposed operand: walk the last two axes in square tiles so that the columns it reads
+      // are reused from L1 instead of fetched once per output row.
+      constexpr index_t rows = S::dims[R - 2], cols = S::dims[R - 1], tb = transpose_tile;
+      constexpr index_t row_tiles = (rows + tb - 1) / tb, col_tiles = (cols + tb - 1) / tb;
+      constexpr index_t batches = detail::product(S::dims, 0, R - 2);
+      auto tiles = [&](index_t b, index_t e) {
+        index_array i{};
+        for (index_t t = b; t < e; ++t) {
+          const index_t o = t / (row_tiles * col_tiles), rt = t / col_tiles % row_tiles, ct = t % col_tiles;
+          detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(o, i.data());
+          const index_t j0 = ct * tb, j1 = std::min(cols, j0 + tb);
+          for (index_t r = rt * tb; r < std::min(rows, (rt + 1) * tb); ++r) {
+            i[R - 2] = r;
+            row(i.data(), j0, j1);
+          }
+        }
+      };
+      constexpr index_t count = batches * row_tiles * col_tiles;
+      if constexpr (S::size <= parallel_grain) tiles(0, count);
+      else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
+    } else if constexpr (S::size <= parallel_grain) {
       // Small static extents: plain nested loops with constant trip counts, which the compiler unrolls.
       for (index_t o = 0; o < outer; ++o) {
         detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());

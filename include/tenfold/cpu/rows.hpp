@@ -115,13 +115,27 @@ struct simd_ok<map_node<Op, C...>, L> {
 // ---- rows ------------------------------------------------------------------------------------------
 template <class T, class L, index_t Stride>
 struct leaf_row {
+  template <class I>
+  static xsimd::batch<I> gather_offsets() {
+    alignas(default_alignment) static constexpr auto offsets = [] {
+      std::array<I, lanes<L>> o{};
+      for (index_t k = 0; k < lanes<L>; ++k) o[k] = I(k * Stride);
+      return o;
+    }();
+    return xsimd::batch<I>::load_aligned(offsets.data());
+  }
   T* p;
   TENFOLD_INLINE compute_t<std::remove_const_t<T>> scalar(index_t j) const { return static_cast<compute_t<std::remove_const_t<T>>>(p[j * Stride]); }
   TENFOLD_INLINE batch<L> load(index_t j) const {
     using V = std::remove_const_t<T>;
     if constexpr (Stride == 0) return batch<L>(static_cast<L>(p[0]));
     else if constexpr (Stride == 1 && std::is_same_v<V, L>) return batch<L>::load_unaligned(p + j);
-    else {
+    else if constexpr (std::is_same_v<V, L> && std::is_floating_point_v<L> &&
+                       lanes<L> * (Stride < 0 ? -Stride : Stride) < (index_t(1) << 30)) {
+      // A hardware gather: writing lanes to a stack buffer and reloading it would stall on store forwarding.
+      using I = std::conditional_t<sizeof(L) == 4, std::int32_t, std::int64_t>;
+      return batch<L>::gather(p + j * Stride, gather_offsets<I>());
+    } else {
       alignas(default_alignment) L tmp[lanes<L>];
       for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) * Stride]);
       return batch<L>::load_aligned(tmp);

@@ -100,11 +100,13 @@ auto eye() {
 // Random draws take a tenfold::rng and advance it, so successive draws are independent.
 template <class S, class T = float>
 auto uniform(rng& g, T lo = T(0), T hi = T(1)) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "tenfold::uniform: T must be float or double");
   const auto off = g.advance(S::size);
   return detail::generator_node<T, S, detail::uniform_gen<T, S>>{{}, {g.seed(), off, lo, hi}};
 }
 template <class S, class T = float>
 auto normal(rng& g, T mean = T(0), T stddev = T(1)) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "tenfold::normal: T must be float or double");
   const auto off = g.advance(S::size);
   return detail::generator_node<T, S, detail::normal_gen<T, S>>{{}, {g.seed(), off, mean, stddev}};
 }

@@ -1,0 +1,73 @@
+#pragma once
+// Square in-register transposes of W batches (W = lanes) and streaming stores: the pieces that let a
+// transposed operand be read with full-width contiguous loads. x86 versions use intrinsics; every
+// other target goes through a small stack tile.
+#include <xsimd/xsimd.hpp>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "tenfold/core/config.hpp"
+
+namespace tenfold::cpu {
+
+template <class L, std::size_t W>
+TENFOLD_INLINE void transpose_square(std::array<xsimd::batch<L>, W>& r) {
+  using B = xsimd::batch<L>;
+  static_assert(B::size == W);
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<L, float> && W == 16) {
+    __m512 v[16], t[16];
+    for (int i = 0; i < 16; ++i) v[i] = r[i];
+    for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    for (int i = 0; i < 16; i += 4) {
+      v[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44), v[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      v[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44), v[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 8; ++i) {
+      const int a = (i / 4) * 8 + i % 4;
+      t[a] = _mm512_shuffle_f32x4(v[a], v[a + 4], 0x88), t[a + 4] = _mm512_shuffle_f32x4(v[a], v[a + 4], 0xDD);
+    }
+    for (int i = 0; i < 8; ++i) r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    return;
+  }
+  if constexpr (std::is_same_v<L, double> && W == 8) {
+    __m512d v[8], t[8];
+    for (int i = 0; i < 8; ++i) v[i] = r[i];
+    for (int i = 0; i < 8; i += 2) t[i] = _mm512_unpacklo_pd(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_pd(v[i], v[i + 1]);
+    for (int i = 0; i < 8; i += 4) {
+      v[i] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0x88), v[i + 2] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0xDD);
+      v[i + 1] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0x88), v[i + 3] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0xDD);
+    }
+    for (int i = 0; i < 4; ++i) r[i] = _mm512_shuffle_f64x2(v[i], v[i + 4], 0x88), r[i + 4] = _mm512_shuffle_f64x2(v[i], v[i + 4], 0xDD);
+    return;
+  }
+#endif
+  alignas(default_alignment) L tile[W][W];
+  for (std::size_t i = 0; i < W; ++i) r[i].store_aligned(tile[i]);
+  for (std::size_t i = 0; i < W; ++i) {
+    alignas(default_alignment) L col[W];
+    for (std::size_t k = 0; k < W; ++k) col[k] = tile[k][i];
+    r[i] = B::load_aligned(col);
+  }
+}
+
+// A store that bypasses the caches (no read-for-ownership) where the ISA has one and the address is
+// aligned: for outputs far larger than the last-level cache.
+template <class L>
+TENFOLD_INLINE void store_stream(L* p, const xsimd::batch<L>& b) {
+#if defined(__AVX512F__)
+  if constexpr (xsimd::batch<L>::size * sizeof(L) == 64 && std::is_same_v<L, float>) {
+    if ((reinterpret_cast<std::uintptr_t>(p) & 63) == 0) return _mm512_stream_ps(p, b);
+  } else if constexpr (xsimd::batch<L>::size * sizeof(L) == 64 && std::is_same_v<L, double>) {
+    if ((reinterpret_cast<std::uintptr_t>(p) & 63) == 0) return _mm512_stream_pd(p, b);
+  }
+#endif
+  b.store_unaligned(p);
+}
+TENFOLD_INLINE void stream_fence() {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  _mm_sfence();
+#endif
+}
+} // namespace tenfold::cpu

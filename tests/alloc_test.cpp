@@ -1,0 +1,72 @@
+// Evaluating into an existing tensor allocates nothing: global operator new is replaced here and
+// counted around each evaluation (the thread pool is warmed up first; it allocates once, at start).
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include <catch2/catch.hpp>
+#include <tenfold/tenfold.hpp>
+
+namespace {
+std::atomic<long> allocations{0};
+void* counted(std::size_t n, std::size_t align) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0) n = 1;
+  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+} // namespace
+
+void* operator new(std::size_t n) { return counted(n, 0); }
+void* operator new[](std::size_t n) { return counted(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+using namespace tenfold;
+
+template <class F>
+long allocations_during(F&& f) {
+  const long before = allocations.load();
+  f();
+  return allocations.load() - before;
+}
+
+TEST_CASE("the counter sees allocations", "[alloc]") {
+  CHECK(allocations_during([] { Tensor<float, shape<1024, 1024>> big; (void)big; }) >= 1);
+}
+
+TEST_CASE("evaluation into existing tensors allocates nothing", "[alloc]") {
+  using M = shape<512, 1024>; // large enough to use every thread
+  Tensor<float, M> a, b, out;
+  Tensor<float, shape<1024>> bias;
+  Tensor<float, shape<512>> rows;
+  Tensor<float, shape<1024>> cols;
+  Tensor<float, shape<1024, 512>> t;
+  Tensor<float> total;
+  Tensor<std::int64_t, shape<512>> am;
+  rng g(1);
+  a = uniform<M>(g);
+  b = normal<M>(g); // warms up the thread pool
+
+  CHECK(allocations_during([&] { out = a * 2.0f + exp(b) - tanh(a); }) == 0);
+  CHECK(allocations_during([&] { out = a + bias; }) == 0);
+  CHECK(allocations_during([&] { t = transpose(a); }) == 0);
+  CHECK(allocations_during([&] { rows = sum(a, axis<1>); }) == 0);
+  CHECK(allocations_during([&] { cols = max(a, axis<0>); }) == 0);
+  CHECK(allocations_during([&] { total = sum(a * b); }) == 0);
+  CHECK(allocations_during([&] { am = argmax(a, axis<1>); }) == 0);
+  CHECK(allocations_during([&] { out = cumsum(a, axis<1>); }) == 0);
+  CHECK(allocations_during([&] { out = where(a > 0.5f, a, b); }) == 0);
+  CHECK(allocations_during([&] { out = uniform<M>(g); }) == 0);
+  CHECK(allocations_during([&] { eval(out, sqrt(abs(a)) * reshape<512, 1024>(transpose(t))); }) == 0);
+  CHECK(allocations_during([&] { out += a; }) == 0);
+}
