@@ -164,3 +164,32 @@ TEST_CASE("transpose into a half-precision tensor and of a flipped view", "[core
       CHECK(f(i, j) == x(19 - j, i));
     }
 }
+
+// A reduction broadcast back along the axes it reduced is computed once per row (cpu/rows.hpp);
+// the values must match a direct computation, including rows of ±inf and huge values.
+TEST_CASE("row-fused reductions: softmax from its plain definition", "[core][fusion]") {
+  using S = shape<6, 37>;
+  rng g(11);
+  Tensor<float, S> x = normal<S>(g, 0.0f, 4.0f);
+  x(1, 3) = 1e4f;
+  x(2, 5) = -1e4f;
+  x(3, 0) = std::numeric_limits<float>::infinity();
+  for (int j = 0; j < 37; ++j) x(4, j) = -std::numeric_limits<float>::infinity();
+  auto e = exp(x - max(x, axis<1>, keepdims));
+  Tensor<float, S> y = e / sum(e, axis<1>, keepdims);
+  for (int i = 0; i < 6; ++i) {
+    long double m = -INFINITY, z = 0;
+    for (int j = 0; j < 37; ++j) m = std::max<long double>(m, x(i, j));
+    for (int j = 0; j < 37; ++j) z += std::exp((long double)x(i, j) - m);
+    for (int j = 0; j < 37; ++j) {
+      const long double want = std::exp((long double)x(i, j) - m) / z;
+      if (std::isnan(want)) CHECK(std::isnan(y(i, j)));
+      else CHECK(y(i, j) == Approx(double(want)).margin(1e-7));
+    }
+  }
+  CHECK(y(1, 3) == 1.0f);
+  CHECK(std::isnan(y(3, 0))); // inf - inf: the math says NaN
+  CHECK(std::isnan(y(4, 0))); // an all -inf row has no softmax
+  Tensor<float, shape<6, 37>> centered = x - mean(x, axis<-1>, keepdims);
+  CHECK(centered(0, 0) == Approx(x(0, 0) - [&] { double s = 0; for (int j = 0; j < 37; ++j) s += x(0, j); return s / 37; }()).margin(1e-5));
+}

@@ -16,6 +16,7 @@ template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t
 struct affine_map {
   using in_shape = In;
   using out_shape = Out;
+  static constexpr auto src = Src;
   TENFOLD_HD static constexpr void map(const index_t* out, index_t* in) {
     for (int j = 0; j < In::rank; ++j) in[j] = Off[j] + Scale[j] * (Src[j] >= 0 ? out[Src[j]] : 0);
   }
@@ -78,6 +79,8 @@ constexpr std::optional<std::array<index_t, RN>> reshape_strides(std::array<inde
 // A view of an opaque node: maps each index and asks the operand.
 template <class Map, class C>
 struct view_node : node_tag {
+  using map_type = Map;
+  using child_type = C;
   using value_type = typename C::value_type;
   using shape_type = typename Map::out_shape;
   static constexpr int rank = shape_type::rank;
@@ -99,6 +102,14 @@ inline constexpr bool is_reshape_map_v = false;
 template <class I, class O>
 inline constexpr bool is_reshape_map_v<reshape_map<I, O>> = true;
 
+// (A function, not an `&&` in apply_view's condition: `if constexpr` does not short-circuit the
+// instantiation, and a non-leaf has no strides.)
+template <class D, class Out>
+constexpr bool reshape_folds() {
+  if constexpr (is_leaf_v<D>) return reshape_strides(D::shape_type::dims, D::strides, Out::dims).has_value();
+  else return false;
+}
+
 template <class Map, class N>
 auto apply_view(N&& node) {
   using D = std::remove_cvref_t<N>;
@@ -116,8 +127,7 @@ auto apply_view(N&& node) {
   } else if constexpr (is_leaf_v<D> && is_affine_map_v<Map>) {
     return leaf<typename D::element_type, Out, canon(Map::compose_strides(D::strides)),
                 D::offset + Map::compose_offset(D::strides), decltype(node.holder)>{{}, std::forward<N>(node).holder};
-  } else if constexpr (is_leaf_v<D> && is_reshape_map_v<Map> &&
-                       reshape_strides(D::shape_type::dims, D::strides, Out::dims).has_value()) {
+  } else if constexpr (is_reshape_map_v<Map> && reshape_folds<D, Out>()) {
     return leaf<typename D::element_type, Out, canon(*reshape_strides(D::shape_type::dims, D::strides, Out::dims)), D::offset,
                 decltype(node.holder)>{{}, std::forward<N>(node).holder};
   } else {
@@ -141,7 +151,8 @@ constexpr auto expand_map_t() {
 template <class In, class Out>
 struct check_expand {
   static_assert(In::rank <= Out::rank && std::is_same_v<broadcast_shape_t<In, Out>, Out>,
-                "tenfold::broadcast_to: the source shape cannot be broadcast to the target shape");
+                "tenfold: the source shape cannot be broadcast to the target shape (broadcast_to, or assigning "
+                "an expression to a tensor or view of another shape)");
   static constexpr bool ok = true;
 };
 

@@ -19,7 +19,10 @@ inline constexpr index_t reduce_block = 1024;
 inline constexpr index_t parallel_reduce_grain = 1 << 15;
 
 template <class Op, class I, class A>
-inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> && requires(batch<I> b) { Op::simd_combine(b, b); };
+inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> && requires(batch<I> b) {
+  Op::simd_combine(b, b);
+  Op::simd_merge(b, b);
+};
 
 // Reduce positions [lo, hi) of a run (at most one block) starting at reduced position `base`.
 template <class Op, class I, class A, class Row>
@@ -28,7 +31,7 @@ TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_
   index_t j = lo;
   if constexpr (simd_reducible<Op, I, A> && std::is_same_v<decltype(row.load(0)), batch<I>>) {
     constexpr index_t w = lanes<I>;
-    if (hi - lo >= 4 * w) {
+    if (hi - lo >= w) {
       batch<I> a0(Op::template identity<A>()), a1 = a0, a2 = a0, a3 = a0;
       for (; j + 4 * w <= hi; j += 4 * w) {
         a0 = Op::simd_combine(a0, row.load(j));
@@ -37,9 +40,9 @@ TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_
         a3 = Op::simd_combine(a3, row.load(j + 3 * w));
       }
       for (; j + w <= hi; j += w) a0 = Op::simd_combine(a0, row.load(j));
-      alignas(default_alignment) I lane[4][w];
-      a0.store_aligned(lane[0]), a1.store_aligned(lane[1]), a2.store_aligned(lane[2]), a3.store_aligned(lane[3]);
-      for (index_t k = 0; k < w; ++k) acc = Op::merge(acc, Op::merge(Op::merge(lane[0][k], lane[1][k]), Op::merge(lane[2][k], lane[3][k])));
+      alignas(default_alignment) I lane[w];
+      Op::simd_merge(Op::simd_merge(a0, a1), Op::simd_merge(a2, a3)).store_aligned(lane);
+      for (index_t k = 0; k < w; ++k) acc = Op::merge(acc, lane[k]);
     }
   }
   for (; j < hi; ++j) acc = Op::combine(acc, static_cast<I>(row.scalar(j)), base + j);
@@ -94,6 +97,38 @@ constexpr int run_start() {
 
 // N is taken as a plain type parameter: GCC 12 crashes on lambdas inside templates whose own
 // parameters include class-type values (the reduced-axis mask).
+// The accumulator of one output element `out` of a reduction whose innermost axis is reduced: the
+// run (the reduced trailing axes the operand lets us walk as one) is vectorised and pairwise; other
+// reduced axes are walked with an odometer. Used by the reduction kernel and by fused rows.
+template <class N>
+typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside) {
+  using Op = typename N::op_type;
+  using C = typename N::child_type;
+  using IS = typename C::shape_type;
+  using I = typename N::input_t;
+  using A = typename N::acc_type;
+  constexpr int R = C::rank, T = run_start<C, N::mask>();
+  static_assert(R == 0 || N::mask[R > 0 ? R - 1 : 0]);
+  using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
+  constexpr index_t run = detail::product(IS::dims, T, R), runs = N::count / (run ? run : 1);
+  constexpr index_t blocks = (run + reduce_block - 1) / reduce_block;
+  std::array<index_t, R + 1> in{};
+  N::base_index(out, in.data());
+  A acc = Op::template identity<A>();
+  for (index_t r = 0; r < runs; ++r) {
+    const auto row = make_row<T, L>(n.arg, in.data());
+    if constexpr (blocks > 0)
+      acc = Op::merge(acc, parallel_inside && blocks > 1 ? reduce_tree_parallel<Op, I, A>(row, run, r * run)
+                                                         : reduce_tree<Op, I, A>(row, 0, blocks, run, r * run));
+    for (int i = T - 1; i >= 0; --i) { // odometer over the reduced axes before the run
+      if (!N::mask[i]) continue;
+      if (++in[i] < IS::dims[i]) break;
+      in[i] = 0;
+    }
+  }
+  return acc;
+}
+
 template <class Dst, class N>
 void run_reduce(const Dst& dst, const N& n) {
   using Op = typename N::op_type;
@@ -114,26 +149,10 @@ void run_reduce(const Dst& dst, const N& n) {
   }();
   if constexpr (R == 0 || mask[R > 0 ? R - 1 : 0]) {
     // The innermost axis is reduced: each output reduces runs along it (several axes long when flat).
-    constexpr int T = run_start<C, N::mask>();
-    constexpr index_t run = detail::product(IS::dims, T, R), runs = count / (run ? run : 1);
     auto one_output = [&](index_t o, bool parallel_inside) {
-      index_array in{}, out{};
+      index_array out{};
       detail::unravel<typename N::shape_type>(o, out.data());
-      N::base_index(out.data(), in.data());
-      A acc = Op::template identity<A>();
-      for (index_t r = 0; r < runs; ++r) {
-        const auto row = make_row<T, L>(n.arg, in.data());
-        const index_t blocks = (run + reduce_block - 1) / reduce_block;
-        if (blocks > 0)
-          acc = Op::merge(acc, parallel_inside && blocks > 1 ? reduce_tree_parallel<Op, I, A>(row, run, r * run)
-                                                             : reduce_tree<Op, I, A>(row, 0, blocks, run, r * run));
-        for (int i = T - 1; i >= 0; --i) { // odometer over the reduced axes before the run
-          if (!mask[i]) continue;
-          if (++in[i] < IS::dims[i]) break;
-          in[i] = 0;
-        }
-      }
-      dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc, count));
+      dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(reduce_one(n, out.data(), parallel_inside), count));
     };
     if constexpr (outputs == 0) return;
     else if (outputs == 1 || outputs < thread_pool::instance().size()) {
@@ -146,7 +165,8 @@ void run_reduce(const Dst& dst, const N& n) {
     }
   } else {
     // The innermost axis is kept: accumulate whole rows of outputs at once, vectorised along it.
-    constexpr index_t width = IS::dims[R - 1], tile = 256;
+    // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
+    constexpr index_t width = IS::dims[R - 1], tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
     constexpr index_t out_rows = outputs / (width ? width : 1);
     auto one_tile = [&](index_t orow, index_t j0) {
       const index_t j1 = std::min(width, j0 + tile);

@@ -1,7 +1,7 @@
 #pragma once
 // Reduction entries of the op table. `combine(acc, x, i)` folds element x found at position i of the
 // reduced subspace; `merge(a, b)` joins two partial results where a covers earlier positions than b;
-// `simd_combine` (optional) folds a whole batch into a batch of accumulators.
+// `simd_combine` / `simd_merge` (optional, together) do the same for whole batches of accumulators.
 #include <algorithm>
 
 #include "tenfold/ops/table_binary.hpp"
@@ -15,6 +15,7 @@ struct sum : reduction<sum, reduce_result::wide> {
   template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
+  template <class B> static B simd_merge(const B& a, const B& b) { return a + b; }
   static long double reference(const long double* x, index_t n) {
     long double s = 0;
     for (index_t i = 0; i < n; ++i) s += x[i];
@@ -30,6 +31,7 @@ struct mean : reduction<mean, reduce_result::floating> {
   template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t n) { return n ? a / A(n) : A(NAN); }
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
+  template <class B> static B simd_merge(const B& a, const B& b) { return a + b; }
   static long double reference(const long double* x, index_t n) { return sum::reference(x, n) / n; }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
   static constexpr bench_spec bench{.flops = 1};
@@ -41,6 +43,7 @@ struct prod : reduction<prod, reduce_result::wide> {
   template <class A> TENFOLD_HD static A merge(A a, A b) { return a * b; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc * x; }
+  template <class B> static B simd_merge(const B& a, const B& b) { return a * b; }
   static long double reference(const long double* x, index_t n) {
     long double p = 1;
     for (index_t i = 0; i < n; ++i) p *= x[i];
@@ -57,7 +60,8 @@ struct max : reduction<max, reduce_result::same> {
   template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x > acc || x != x) ? A(x) : acc; }
   template <class A> TENFOLD_HD static A merge(A a, A b) { return (b > a || b != b) ? b : a; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
-  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x > acc) || (x != x), x, acc); }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x > acc) || xsimd::isnan(x), x, acc); }
+  template <class B> static B simd_merge(const B& a, const B& b) { return simd_combine(a, b); }
   static long double reference(const long double* x, index_t n) {
     long double m = x[0];
     for (index_t i = 0; i < n; ++i)
@@ -75,7 +79,8 @@ struct min : reduction<min, reduce_result::same> {
   template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x < acc || x != x) ? A(x) : acc; }
   template <class A> TENFOLD_HD static A merge(A a, A b) { return (b < a || b != b) ? b : a; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
-  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x < acc) || (x != x), x, acc); }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x < acc) || xsimd::isnan(x), x, acc); }
+  template <class B> static B simd_merge(const B& a, const B& b) { return simd_combine(a, b); }
   static long double reference(const long double* x, index_t n) {
     long double m = x[0];
     for (index_t i = 0; i < n; ++i)
@@ -236,6 +241,7 @@ struct norm : reduction<norm, reduce_result::floating> {
   template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return std::sqrt(a); }
   template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::fma(x, x, acc); }
+  template <class B> static B simd_merge(const B& a, const B& b) { return a + b; }
   static long double reference(const long double* x, index_t n) {
     long double s = 0;
     for (index_t i = 0; i < n; ++i) s += x[i] * x[i];
