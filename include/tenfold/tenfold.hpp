@@ -4,4 +4,5 @@
 #include "tenfold/core/views.hpp"
 #include "tenfold/ops/api.hpp"
 #include "tenfold/ops/creation.hpp"
+#include "tenfold/ops/composites.hpp"
 #include "tenfold/cpu/evaluator.hpp"

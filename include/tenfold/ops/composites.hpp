@@ -1,0 +1,102 @@
+#pragma once
+// Composites written as plain expressions from the table's ops — no kernel of their own. Reductions
+// taken with keepdims and broadcast back are computed once per row by the evaluator, so softmax,
+// layer_norm, cross_entropy and the rest each run as one loop nest per output row.
+#include "tenfold/core/views.hpp"
+#include "tenfold/ops/api.hpp"
+#include "tenfold/ops/creation.hpp"
+
+namespace tenfold {
+
+// Every composite first turns its operands into nodes (as_node owns a temporary Tensor), then uses
+// those: a named parameter bound to a temporary would otherwise be captured by reference and dangle.
+
+// softmax(x, axis<k>) = exp(x - max) / sum(exp(x - max)); stable for any finite input.
+template <expression X, int A = -1>
+auto softmax(X&& xs, axes_t<A> ax = {}) {
+  const auto x = detail::as_node(std::forward<X>(xs));
+  auto e = exp(x - max(x, ax, keepdims));
+  return e / sum(e, ax, keepdims);
+}
+
+// log_softmax(x) = (x - max) - log(sum(exp(x - max)))
+template <expression X, int A = -1>
+auto log_softmax(X&& xs, axes_t<A> ax = {}) {
+  const auto x = detail::as_node(std::forward<X>(xs));
+  auto shifted = x - max(x, ax, keepdims);
+  return shifted - log(sum(exp(shifted), ax, keepdims));
+}
+
+// Layer normalisation over one axis with a two-pass variance: mean first, then the mean of squared
+// deviations (accurate when |mean| >> std). gamma and beta broadcast against x.
+template <expression X, class G, class B, int A = -1>
+auto layer_norm(X&& xs, G&& gamma, B&& beta, float eps = 1e-5f, axes_t<A> ax = {}) {
+  const auto x = detail::as_node(std::forward<X>(xs));
+  auto centered = x - mean(x, ax, keepdims);
+  return centered * rsqrt(mean(square(centered), ax, keepdims) + eps) * std::forward<G>(gamma) + std::forward<B>(beta);
+}
+
+// RMS normalisation (T5, LLaMA): x / sqrt(mean(x²) + eps) * gamma.
+template <expression X, class G, int A = -1>
+auto rms_norm(X&& xs, G&& gamma, float eps = 1e-6f, axes_t<A> ax = {}) {
+  const auto x = detail::as_node(std::forward<X>(xs));
+  return x * rsqrt(mean(square(x), ax, keepdims) + eps) * std::forward<G>(gamma);
+}
+
+// x / max(‖x‖₂, eps) along an axis.
+template <expression X, int A = -1>
+auto l2_normalize(X&& xs, float eps = 1e-12f, axes_t<A> ax = {}) {
+  const auto x = detail::as_node(std::forward<X>(xs));
+  return x / maximum(norm(x, ax, keepdims), eps);
+}
+
+namespace detail {
+// one_hot(labels) for C classes, as a bool expression [.., C]: eq(labels[..., None], arange(C)).
+template <index_t C, expression L>
+auto one_hot_mask(L&& labels) {
+  return eq(unsqueeze<-1>(std::forward<L>(labels)), arange<std::int64_t, C>());
+}
+} // namespace detail
+
+// Mean negative log-likelihood of integer class labels [B] under log-probabilities [B, C].
+template <expression LP, expression L>
+auto nll_loss(LP&& log_probs, L&& labels) {
+  constexpr index_t classes = detail::shape_of_t<LP>::dims[detail::shape_of_t<LP>::rank - 1];
+  auto picked = sum(where(detail::one_hot_mask<classes>(std::forward<L>(labels)), std::forward<LP>(log_probs), 0.0f), axis<-1>);
+  return -mean(picked);
+}
+
+// Cross-entropy of logits [B, C] against integer labels [B]: mean over the batch of
+// logsumexp(logits) - logits[label], computed from log_softmax so it never overflows.
+template <expression X, expression L>
+auto cross_entropy(X&& logits, L&& labels) {
+  return nll_loss(log_softmax(std::forward<X>(logits)), std::forward<L>(labels));
+}
+
+template <expression A, expression B>
+auto mse_loss(A&& a, B&& b) {
+  return mean(square(std::forward<A>(a) - std::forward<B>(b)));
+}
+template <expression A, expression B>
+auto l1_loss(A&& a, B&& b) {
+  return mean(abs(std::forward<A>(a) - std::forward<B>(b)));
+}
+// KL(p ‖ q) from log q (`log_q`) and probabilities p (`p`), summed over all elements and divided by
+// the batch (the first extent), as PyTorch's reduction='batchmean'. Terms with p = 0 contribute 0.
+template <expression LQ, expression P>
+auto kl_div(LQ&& log_q, P&& ps) {
+  constexpr index_t batch = detail::shape_of_t<LQ>::rank > 0 ? detail::shape_of_t<LQ>::dims[0] : 1;
+  const auto p = detail::as_node(std::forward<P>(ps));
+  auto terms = where(p > 0.0f, p * (log(p) - std::forward<LQ>(log_q)), 0.0f);
+  return sum(terms) / float(batch);
+}
+
+// Inverted dropout: keep each element with probability 1 - p and scale it by 1 / (1 - p). The mask
+// comes from the counter-based generator, so it is the same on every backend and thread count.
+template <expression X>
+auto dropout(X&& x, float p, rng& g) {
+  using S = detail::shape_of_t<X>;
+  const float keep = 1.0f - p;
+  return where(bernoulli<S>(g, keep), std::forward<X>(x) * (keep > 0 ? 1.0f / keep : 0.0f), 0.0f);
+}
+} // namespace tenfold
