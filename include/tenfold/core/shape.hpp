@@ -170,6 +170,7 @@ struct check_axes {
                 "tenfold: axis out of range for this shape (valid axes are -rank .. rank-1)");
   static_assert(axes_unique<S::rank, A...>(), "tenfold: an axis is listed twice");
   static constexpr bool ok = true;
+  static constexpr bool valid = (axis_in_range(A, S::rank) && ...) && axes_unique<S::rank, A...>();
 };
 
 template <class S, class Seq = std::make_integer_sequence<int, S::rank>>

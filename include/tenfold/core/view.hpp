@@ -10,6 +10,10 @@
 
 namespace tenfold::detail {
 
+// What a view or reduction returns after its static_assert has reported a misuse: building nothing
+// more keeps the compiler to one error message instead of a cascade.
+struct invalid_view {};
+
 // in[j] = off[j] + scale[j] * out[src[j]]   (src[j] < 0: the in-axis is pinned to off[j])
 template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale,
           std::array<index_t, In::rank> Off>

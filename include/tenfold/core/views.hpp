@@ -28,7 +28,8 @@ template <index_t... N, expression X>
 auto reshape(X&& x) {
   using In = detail::shape_of_t<X>;
   using Out = typename detail::reshape_target<In, N...>::type;
-  if constexpr (std::is_same_v<In, Out>) return detail::as_node(std::forward<X>(x));
+  if constexpr (std::is_same_v<In, Out> || In::size != Out::size) // (a size mismatch is reported above, once)
+    return detail::as_node(std::forward<X>(x));
   else return detail::apply_view<detail::reshape_map<In, Out>>(detail::as_node(std::forward<X>(x)));
 }
 
@@ -49,7 +50,6 @@ struct check_permutation {
 };
 template <class In, int... P>
 constexpr auto permute_map() {
-  static_assert(check_permutation<In, P...>::valid);
   constexpr std::array<int, In::rank> p{(P < 0 ? P + In::rank : P)...};
   constexpr auto out = [&] { dims_t<In::rank> d{}; for (int i = 0; i < In::rank; ++i) d[i] = In::dims[p[i]]; return d; }();
   constexpr auto src = [&] { std::array<int, In::rank> s{}; for (int i = 0; i < In::rank; ++i) s[p[i]] = i; return s; }();
@@ -61,8 +61,11 @@ constexpr auto permute_map() {
 // permute<2, 0, 1>(x): output axis i is input axis P[i].
 template <int... P, expression X>
 auto permute(X&& x) {
-  using Map = decltype(detail::permute_map<detail::shape_of_t<X>, P...>());
-  return detail::apply_view<Map>(detail::as_node(std::forward<X>(x)));
+  if constexpr (!detail::check_permutation<detail::shape_of_t<X>, P...>::valid) return detail::invalid_view{};
+  else {
+    using Map = decltype(detail::permute_map<detail::shape_of_t<X>, P...>());
+    return detail::apply_view<Map>(detail::as_node(std::forward<X>(x)));
+  }
 }
 
 // transpose(x) reverses the axes (a matrix transpose for rank 2); swapaxes<a, b>(x) exchanges two.

@@ -73,7 +73,8 @@ template <class Op, bool Keep, class X, int... A>
 auto reduce(X&& x, axes_t<A...>) {
   using N = node_t<X>;
   static_assert(check_axes<typename N::shape_type, A...>::ok);
-  return reduce_node<Op, N, canon(axis_mask<N::rank, A...>()), Keep>{{}, as_node(std::forward<X>(x))};
+  if constexpr (!check_axes<typename N::shape_type, A...>::valid) return invalid_view{};
+  else return reduce_node<Op, N, canon(axis_mask<N::rank, A...>()), Keep>{{}, as_node(std::forward<X>(x))};
 }
 } // namespace detail
 

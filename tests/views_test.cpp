@@ -1,0 +1,557 @@
+// Views: every one checked element by element against an index computation written here, independently of
+// the library's index maps; views composed with elementwise ops and reductions; views kept in `auto`;
+// no copies; which views fold into a strided leaf.
+#include <catch2/catch.hpp>
+#include <tenfold/tenfold.hpp>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+using namespace tenfold;
+
+namespace {
+
+// Value = row-major position (+ start), so every element names where it came from.
+template <class T, class S>
+Tensor<T, S> iota(T start = T(0)) {
+  Tensor<T, S> t;
+  T v = start;
+  for (auto& e : t) e = v, v = v + T(1);
+  return t;
+}
+
+template <class S>
+using idx_t = std::array<index_t, S::rank>;
+
+// Every multi-index of S in row-major order.
+template <class S, class F>
+void for_each_index(F&& f) {
+  idx_t<S> i{};
+  for (index_t l = 0; l < S::size; ++l) {
+    index_t r = l;
+    for (int k = S::rank - 1; k >= 0; --k) i[k] = r % S::dims[k], r /= S::dims[k];
+    f(i);
+  }
+}
+
+template <class S>
+index_t linear(const idx_t<S>& i) {
+  index_t l = 0;
+  for (int k = 0; k < S::rank; ++k) l = l * S::dims[k] + i[k];
+  return l;
+}
+
+template <class T, class S>
+T get(const Tensor<T, S>& t, const idx_t<S>& i) {
+  return t.data()[linear<S>(i)];
+}
+
+// Evaluates an expression into a tensor of its own type and shape.
+template <class E>
+auto evaluate(E&& e) {
+  using N = detail::node_t<E>;
+  Tensor<typename N::value_type, typename N::shape_type> r = std::forward<E>(e);
+  return r;
+}
+
+template <class E, class S>
+inline constexpr bool has_shape_v = std::is_same_v<typename detail::node_t<E>::shape_type, S>;
+
+// Python's slice.indices() followed by range(): the positions a slice selects (CPython's algorithm).
+std::vector<index_t> python_slice(index_t b, index_t e, index_t s, index_t n) {
+  const bool nb = b == none, ne = e == none;
+  index_t lo = s < 0 ? -1 : 0, hi = s < 0 ? n - 1 : n;
+  index_t start, stop;
+  if (nb) start = s < 0 ? hi : lo;
+  else {
+    start = b;
+    if (start < 0) start = start + n < lo ? lo : start + n;
+    else if (start > hi) start = hi;
+  }
+  if (ne) stop = s < 0 ? lo : hi;
+  else {
+    stop = e;
+    if (stop < 0) stop = stop + n < lo ? lo : stop + n;
+    else if (stop > hi) stop = hi;
+  }
+  std::vector<index_t> out;
+  for (index_t i = start; s > 0 ? i < stop : i > stop; i += s) out.push_back(i);
+  return out;
+}
+} // namespace
+
+// ---- reshape -----------------------------------------------------------------------------------------
+TEST_CASE("reshape, with -1, keeps row-major order", "[views]") {
+  const auto a = iota<float, shape<2, 3, 4>>();
+  auto r = reshape<4, -1>(a);
+  STATIC_REQUIRE(has_shape_v<decltype(r), shape<4, 6>>);
+  STATIC_REQUIRE(has_shape_v<decltype(reshape<-1>(a)), shape<24>>);
+  STATIC_REQUIRE(has_shape_v<decltype(reshape<2, -1, 2>(a)), shape<2, 6, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(reshape<1, 24, 1>(a)), shape<1, 24, 1>>);
+  const auto t = evaluate(r);
+  for_each_index<shape<4, 6>>([&](auto i) { CHECK(get(t, i) == float(i[0] * 6 + i[1])); });
+  const auto u = evaluate(reshape<3, 2, 2, 2>(a));
+  for_each_index<shape<3, 2, 2, 2>>(
+      [&](auto i) { CHECK(get(u, i) == float(((i[0] * 2 + i[1]) * 2 + i[2]) * 2 + i[3])); });
+}
+
+TEST_CASE("reshape of a contiguous operand is a leaf; of a transposed one it is an index map", "[views]") {
+  Tensor<float, shape<3, 4>> a = iota<float, shape<3, 4>>();
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<2, 6>(a))>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<-1>(a))>);
+  STATIC_REQUIRE(!detail::is_leaf_v<decltype(reshape<2, 6>(transpose(a)))>);
+  STATIC_REQUIRE(!detail::is_leaf_v<decltype(reshape<-1>(transpose(a)))>);
+  // Splitting or merging axes that stay adjacent in memory needs no index map, even for a view.
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<4, 1, 3>(transpose(a)))>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<3, 2, 2>(a))>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<3, 2, 2>(slice<whole, range<none, none, 1>>(a)))>);
+
+  // transpose(a) is [4,3] with element (i, j) = a(j, i); its row-major order is a's column-major order.
+  const auto t = evaluate(reshape<2, 6>(transpose(a)));
+  for_each_index<shape<2, 6>>([&](auto i) {
+    const index_t l = i[0] * 6 + i[1], r = l / 3, c = l % 3; // position in the [4,3] transpose
+    CHECK(get(t, i) == a(c, r));
+  });
+  const auto f = evaluate(reshape<-1>(transpose(a)));
+  for (index_t l = 0; l < 12; ++l) CHECK(f(l) == a(l % 3, l / 3));
+  // A reshape of a flipped (negative-stride) axis that stays whole folds; across axes it cannot.
+  const auto g = evaluate(reshape<12>(flip<1>(a)));
+  for (index_t l = 0; l < 12; ++l) CHECK(g(l) == a(l / 4, 3 - l % 4));
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<3, 2, 2>(flip<1>(a)))>);
+}
+
+// ---- permute, transpose, swapaxes ------------------------------------------------------------------
+TEST_CASE("permute, transpose and swapaxes", "[views]") {
+  const auto a = iota<float, shape<2, 3, 4>>();
+  const auto p = evaluate(permute<2, 0, 1>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(p), const Tensor<float, shape<4, 2, 3>>>);
+  for_each_index<shape<4, 2, 3>>([&](auto i) { CHECK(get(p, i) == a(i[1], i[2], i[0])); });
+  const auto q = evaluate(permute<-1, 1, 0>(a));
+  for_each_index<shape<4, 3, 2>>([&](auto i) { CHECK(get(q, i) == a(i[2], i[1], i[0])); });
+
+  const auto t = evaluate(transpose(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(t), const Tensor<float, shape<4, 3, 2>>>);
+  for_each_index<shape<4, 3, 2>>([&](auto i) { CHECK(get(t, i) == a(i[2], i[1], i[0])); });
+  const auto m = iota<float, shape<3, 5>>();
+  const auto mt = evaluate(transpose(m));
+  for_each_index<shape<5, 3>>([&](auto i) { CHECK(get(mt, i) == m(i[1], i[0])); });
+  const auto tt = evaluate(transpose(transpose(m)));
+  for_each_index<shape<3, 5>>([&](auto i) { CHECK(get(tt, i) == get(m, i)); });
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(transpose(transpose(m)))>);
+
+  const auto s = evaluate(swapaxes<0, -1>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(s), const Tensor<float, shape<4, 3, 2>>>);
+  for_each_index<shape<4, 3, 2>>([&](auto i) { CHECK(get(s, i) == a(i[2], i[1], i[0])); });
+  const auto s12 = evaluate(swapaxes<1, 2>(a));
+  for_each_index<shape<2, 4, 3>>([&](auto i) { CHECK(get(s12, i) == a(i[0], i[2], i[1])); });
+}
+
+// ---- broadcast_to ------------------------------------------------------------------------------------
+TEST_CASE("broadcast_to repeats extent-1 and missing leading axes", "[views]") {
+  const auto c = iota<float, shape<3, 1>>(1);
+  const auto b = evaluate(broadcast_to<shape<2, 3, 4>>(c));
+  for_each_index<shape<2, 3, 4>>([&](auto i) { CHECK(get(b, i) == c(i[1], 0)); });
+  const auto r = iota<int, shape<4>>();
+  const auto br = evaluate(broadcast_to<shape<3, 4>>(r));
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(br, i) == r(i[1])); });
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(broadcast_to<shape<3, 4>>(r))>);
+  STATIC_REQUIRE(decltype(broadcast_to<shape<3, 4>>(r))::strides == std::array<index_t, 2>{0, 1});
+}
+
+// ---- slice and flip --------------------------------------------------------------------------------
+namespace {
+template <index_t B, index_t E, index_t St>
+void check_slice_1d() {
+  constexpr index_t n = 7;
+  const auto a = iota<int, shape<n>>();
+  const auto v = slice<range<B, E, St>>(a);
+  const auto want = python_slice(B, E, St, n);
+  using S = typename decltype(v)::shape_type;
+  INFO("slice(" << B << ", " << E << ", " << St << ")");
+  REQUIRE(S::dims[0] == index_t(want.size()));
+  const auto t = evaluate(v);
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK(t.data()[k] == a(want[k]));
+}
+} // namespace
+
+TEST_CASE("slice follows Python: negative indices, negative steps, clamping", "[views]") {
+  check_slice_1d<none, none, 1>();
+  check_slice_1d<1, 5, 1>();
+  check_slice_1d<1, 6, 2>();
+  check_slice_1d<-3, none, 1>();
+  check_slice_1d<none, -2, 1>();
+  check_slice_1d<-100, 100, 3>();   // clamped at both ends
+  check_slice_1d<5, 2, 1>();        // empty
+  check_slice_1d<none, none, -1>(); // reversed
+  check_slice_1d<5, 1, -1>();
+  check_slice_1d<-1, none, -2>();
+  check_slice_1d<100, -100, -3>(); // clamped, backwards
+  check_slice_1d<-2, -6, -2>();
+  check_slice_1d<2, 5, -1>(); // empty
+  check_slice_1d<6, 6, 1>();
+  check_slice_1d<none, 100, 10>();
+
+  const auto a = iota<float, shape<4, 5, 6>>();
+  const auto v = evaluate(slice<range<1, 3>, range<none, none, -2>, range<-4, -1, 2>>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(v), const Tensor<float, shape<2, 3, 2>>>);
+  const auto r0 = python_slice(1, 3, 1, 4), r1 = python_slice(none, none, -2, 5), r2 = python_slice(-4, -1, 2, 6);
+  for_each_index<shape<2, 3, 2>>([&](auto i) { CHECK(get(v, i) == a(r0[i[0]], r1[i[1]], r2[i[2]])); });
+  // Missing trailing axes are whole.
+  const auto w = evaluate(slice<range<-1, none, -1>>(a));
+  for_each_index<shape<4, 5, 6>>([&](auto i) { CHECK(get(w, i) == a(3 - i[0], i[1], i[2])); });
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(slice<range<1, 3>, whole, range<none, none, -1>>(a))>);
+}
+
+TEST_CASE("flip reverses the listed axes (all when none are listed)", "[views]") {
+  const auto a = iota<float, shape<3, 4>>();
+  const auto f0 = evaluate(flip<0>(a));
+  const auto f1 = evaluate(flip<-1>(a));
+  const auto fa = evaluate(flip(a));
+  const auto f01 = evaluate(flip<0, 1>(a));
+  for_each_index<shape<3, 4>>([&](auto i) {
+    CHECK(get(f0, i) == a(2 - i[0], i[1]));
+    CHECK(get(f1, i) == a(i[0], 3 - i[1]));
+    CHECK(get(fa, i) == a(2 - i[0], 3 - i[1]));
+    CHECK(get(f01, i) == get(fa, i));
+  });
+  const auto ff = evaluate(flip<1>(flip<1>(a)));
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(ff, i) == get(a, i)); });
+}
+
+// ---- squeeze, unsqueeze ----------------------------------------------------------------------------
+TEST_CASE("squeeze and unsqueeze", "[views]") {
+  const auto a = iota<float, shape<1, 3, 1, 2>>();
+  STATIC_REQUIRE(has_shape_v<decltype(squeeze(a)), shape<3, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(squeeze<0>(a)), shape<3, 1, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(squeeze<-2>(a)), shape<1, 3, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(squeeze<0, 2>(a)), shape<3, 2>>);
+  const auto s = evaluate(squeeze(a));
+  for_each_index<shape<3, 2>>([&](auto i) { CHECK(get(s, i) == a(0, i[0], 0, i[1])); });
+  const auto s2 = evaluate(squeeze<2>(a));
+  for_each_index<shape<1, 3, 2>>([&](auto i) { CHECK(get(s2, i) == a(0, i[1], 0, i[2])); });
+
+  const auto b = iota<float, shape<3, 2>>();
+  STATIC_REQUIRE(has_shape_v<decltype(unsqueeze<0>(b)), shape<1, 3, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(unsqueeze<1>(b)), shape<3, 1, 2>>);
+  STATIC_REQUIRE(has_shape_v<decltype(unsqueeze<2>(b)), shape<3, 2, 1>>);
+  STATIC_REQUIRE(has_shape_v<decltype(unsqueeze<-1>(b)), shape<3, 2, 1>>);
+  STATIC_REQUIRE(has_shape_v<decltype(unsqueeze<-3>(b)), shape<1, 3, 2>>);
+  const auto u = evaluate(unsqueeze<1>(b));
+  for_each_index<shape<3, 1, 2>>([&](auto i) { CHECK(get(u, i) == b(i[0], i[2])); });
+  const auto u2 = evaluate(unsqueeze<-1>(b));
+  for_each_index<shape<3, 2, 1>>([&](auto i) { CHECK(get(u2, i) == b(i[0], i[1])); });
+  const auto back = evaluate(squeeze<1>(unsqueeze<1>(b)));
+  for_each_index<shape<3, 2>>([&](auto i) { CHECK(get(back, i) == get(b, i)); });
+}
+
+// ---- pad -------------------------------------------------------------------------------------------
+TEST_CASE("pad adds a constant border, before and after per axis", "[views]") {
+  const auto a = iota<float, shape<2, 3>>(1);
+  auto p = pad<1, 2, 0, 3>(a, -5.0f);
+  STATIC_REQUIRE(has_shape_v<decltype(p), shape<5, 6>>);
+  const auto t = evaluate(p);
+  for_each_index<shape<5, 6>>([&](auto i) {
+    const index_t r = i[0] - 1, c = i[1];
+    CHECK(get(t, i) == (r >= 0 && r < 2 && c < 3 ? a(r, c) : -5.0f));
+  });
+  const auto z = evaluate(pad<2, 1>(iota<int, shape<3>>(7))); // default value 0
+  CHECK(std::vector<int>(z.begin(), z.end()) == std::vector<int>{0, 0, 7, 8, 9, 0});
+  const auto same = evaluate(pad<0, 0, 0, 0>(a));
+  for_each_index<shape<2, 3>>([&](auto i) { CHECK(get(same, i) == get(a, i)); });
+  // The fill value converts to the operand's element type.
+  Tensor<bool, shape<2>> m{true, false};
+  const auto pm = evaluate(pad<1, 1>(m, 1));
+  CHECK(std::vector<bool>(pm.begin(), pm.end()) == std::vector<bool>{true, true, false, true});
+  CHECK(detail::str<decltype(p)>() == "pad(float32[2,3])");
+}
+
+// ---- concat, stack, split ----------------------------------------------------------------------------
+TEST_CASE("concat lays operands end to end along one axis", "[views]") {
+  const auto a = iota<float, shape<2, 3>>(0);
+  const auto b = iota<float, shape<2, 1>>(100);
+  const auto c = iota<float, shape<2, 2>>(200);
+  auto cat = concat<1>(a, b, c);
+  STATIC_REQUIRE(has_shape_v<decltype(cat), shape<2, 6>>);
+  const auto t = evaluate(cat);
+  for_each_index<shape<2, 6>>([&](auto i) {
+    const index_t r = i[0], k = i[1];
+    CHECK(get(t, i) == (k < 3 ? a(r, k) : k < 4 ? b(r, k - 3) : c(r, k - 4)));
+  });
+  const auto d = iota<float, shape<3, 3>>(50);
+  const auto t0 = evaluate(concat<-2>(a, d));
+  STATIC_REQUIRE(std::is_same_v<decltype(t0), const Tensor<float, shape<5, 3>>>);
+  for_each_index<shape<5, 3>>([&](auto i) { CHECK(get(t0, i) == (i[0] < 2 ? a(i[0], i[1]) : d(i[0] - 2, i[1]))); });
+  // One operand: the operand itself. Empty operands are allowed.
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(concat<0>(a))>);
+  Tensor<float, shape<0, 3>> none_rows;
+  const auto t1 = evaluate(concat<0>(none_rows, a, none_rows));
+  for_each_index<shape<2, 3>>([&](auto i) { CHECK(get(t1, i) == get(a, i)); });
+  // Element types promote as in NumPy.
+  const auto n = iota<int, shape<2, 2>>(7);
+  auto mixed = concat<1>(n, c);
+  STATIC_REQUIRE(std::is_same_v<typename decltype(mixed)::value_type, float>);
+  const auto tm = evaluate(mixed);
+  CHECK(tm(1, 1) == 10.0f);
+  CHECK(tm(1, 3) == 203.0f);
+  CHECK(detail::str<decltype(cat)>() == "concat(float32[2,3], float32[2,1], float32[2,2])");
+}
+
+TEST_CASE("stack joins same-shaped operands along a new axis", "[views]") {
+  const auto a = iota<float, shape<2, 3>>(0);
+  const auto b = iota<float, shape<2, 3>>(10);
+  const auto c = iota<float, shape<2, 3>>(20);
+  const auto s0 = evaluate(stack<0>(a, b, c));
+  STATIC_REQUIRE(std::is_same_v<decltype(s0), const Tensor<float, shape<3, 2, 3>>>);
+  const auto s1 = evaluate(stack<1>(a, b, c));
+  STATIC_REQUIRE(std::is_same_v<decltype(s1), const Tensor<float, shape<2, 3, 3>>>);
+  const auto sl = evaluate(stack<-1>(a, b, c));
+  STATIC_REQUIRE(std::is_same_v<decltype(sl), const Tensor<float, shape<2, 3, 3>>>);
+  const Tensor<float, shape<2, 3>>* src[] = {&a, &b, &c};
+  for_each_index<shape<3, 2, 3>>([&](auto i) { CHECK(get(s0, i) == (*src[i[0]])(i[1], i[2])); });
+  for_each_index<shape<2, 3, 3>>([&](auto i) { CHECK(get(s1, i) == (*src[i[1]])(i[0], i[2])); });
+  for_each_index<shape<2, 3, 3>>([&](auto i) { CHECK(get(sl, i) == (*src[i[2]])(i[0], i[1])); });
+  const auto one = evaluate(stack<0>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(one), const Tensor<float, shape<1, 2, 3>>>);
+  CHECK(one(0, 1, 2) == a(1, 2));
+}
+
+TEST_CASE("split returns consecutive slices, usable with structured bindings", "[views]") {
+  const auto a = iota<float, shape<6, 4>>();
+  auto [p, q, r] = split<0, 1, 3, 2>(a);
+  STATIC_REQUIRE(has_shape_v<decltype(p), shape<1, 4>>);
+  STATIC_REQUIRE(has_shape_v<decltype(q), shape<3, 4>>);
+  STATIC_REQUIRE(has_shape_v<decltype(r), shape<2, 4>>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(q)>);
+  const auto tp = evaluate(p);
+  const auto tq = evaluate(q);
+  const auto tr = evaluate(r);
+  for_each_index<shape<1, 4>>([&](auto i) { CHECK(get(tp, i) == a(i[0], i[1])); });
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(tq, i) == a(i[0] + 1, i[1])); });
+  for_each_index<shape<2, 4>>([&](auto i) { CHECK(get(tr, i) == a(i[0] + 4, i[1])); });
+
+  auto [left, mid, right] = split<-1, 1, 0, 3>(a);
+  STATIC_REQUIRE(has_shape_v<decltype(mid), shape<6, 0>>);
+  const auto tl = evaluate(left);
+  const auto tright = evaluate(right);
+  for_each_index<shape<6, 1>>([&](auto i) { CHECK(get(tl, i) == a(i[0], 0)); });
+  for_each_index<shape<6, 3>>([&](auto i) { CHECK(get(tright, i) == a(i[0], i[1] + 1)); });
+  (void)mid;
+  // split then concat is the identity.
+  const auto round = evaluate(concat<-1>(left, right));
+  for_each_index<shape<6, 4>>([&](auto i) { CHECK(get(round, i) == get(a, i)); });
+}
+
+// ---- tile and repeat --------------------------------------------------------------------------------
+TEST_CASE("tile follows NumPy, including reps longer and shorter than the rank", "[views]") {
+  const auto a = iota<float, shape<2, 3>>();
+  const auto t = evaluate(tile<2, 3>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(t), const Tensor<float, shape<4, 9>>>);
+  for_each_index<shape<4, 9>>([&](auto i) { CHECK(get(t, i) == a(i[0] % 2, i[1] % 3)); });
+  const auto up = evaluate(tile<2, 1, 2>(a)); // reps longer: a is treated as [1,2,3]
+  STATIC_REQUIRE(std::is_same_v<decltype(up), const Tensor<float, shape<2, 2, 6>>>);
+  for_each_index<shape<2, 2, 6>>([&](auto i) { CHECK(get(up, i) == a(i[1], i[2] % 3)); });
+  const auto shorter = evaluate(tile<2>(a)); // reps shorter: reps is treated as [1,2]
+  STATIC_REQUIRE(std::is_same_v<decltype(shorter), const Tensor<float, shape<2, 6>>>);
+  for_each_index<shape<2, 6>>([&](auto i) { CHECK(get(shorter, i) == a(i[0], i[1] % 3)); });
+  STATIC_REQUIRE(has_shape_v<decltype(tile<0, 1>(a)), shape<0, 3>>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(tile<1, 1>(a))>);
+  // Tiling only extent-1 or new axes is a broadcast: it stays a strided leaf.
+  const auto col = iota<float, shape<3, 1>>();
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(tile<2, 1, 4>(col))>);
+  const auto bc = evaluate(tile<2, 1, 4>(col));
+  for_each_index<shape<2, 3, 4>>([&](auto i) { CHECK(get(bc, i) == col(i[1], 0)); });
+  STATIC_REQUIRE(!detail::is_leaf_v<decltype(tile<2, 1>(a))>);
+}
+
+TEST_CASE("repeat repeats each element along one axis", "[views]") {
+  const auto a = iota<float, shape<2, 3>>();
+  const auto r1 = evaluate(repeat<3, 1>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(r1), const Tensor<float, shape<2, 9>>>);
+  for_each_index<shape<2, 9>>([&](auto i) { CHECK(get(r1, i) == a(i[0], i[1] / 3)); });
+  const auto r0 = evaluate(repeat<2, -2>(a));
+  STATIC_REQUIRE(std::is_same_v<decltype(r0), const Tensor<float, shape<4, 3>>>);
+  for_each_index<shape<4, 3>>([&](auto i) { CHECK(get(r0, i) == a(i[0] / 2, i[1])); });
+  STATIC_REQUIRE(has_shape_v<decltype(repeat<0, 1>(a)), shape<2, 0>>);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(repeat<1, 0>(a))>);
+  // Repeating an extent-1 axis is a broadcast.
+  const auto row = iota<int, shape<1, 4>>();
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(repeat<3, 0>(row))>);
+  const auto rr = evaluate(repeat<3, 0>(row));
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(rr, i) == row(0, i[1])); });
+}
+
+// ---- composition ------------------------------------------------------------------------------------
+TEST_CASE("views compose with each other, with elementwise ops and with reductions", "[views]") {
+  const auto a = iota<float, shape<3, 4>>();
+  const auto b = iota<float, shape<4>>(10);
+
+  // Sum over a slice of a transpose: transpose is [4,3]; rows 1..2; reduce the columns.
+  const auto s = evaluate(sum(slice<range<1, 3>>(transpose(a)), axis<1>));
+  STATIC_REQUIRE(std::is_same_v<decltype(s), const Tensor<float, shape<2>>>);
+  for (index_t r = 0; r < 2; ++r) CHECK(s(r) == a(0, r + 1) + a(1, r + 1) + a(2, r + 1));
+  const auto total = evaluate(sum(flip<0>(slice<whole, range<none, none, -2>>(a))));
+  CHECK(total() == Approx(3.0 + 1 + 7 + 5 + 11 + 9));
+
+  // A view of an elementwise tree is pushed to its leaves.
+  auto e = transpose(a * 2.0f + b);
+  STATIC_REQUIRE(detail::is_map_node_v<decltype(e)>);
+  const auto te = evaluate(e);
+  for_each_index<shape<4, 3>>([&](auto i) { CHECK(get(te, i) == a(i[1], i[0]) * 2 + b(i[0])); });
+  auto tiled = tile<2, 1>(exp(a) - 1.0f);
+  STATIC_REQUIRE(detail::is_map_node_v<decltype(tiled)>);
+  const auto tt = evaluate(tiled);
+  for_each_index<shape<6, 4>>([&](auto i) { CHECK(get(tt, i) == Approx(std::exp(a(i[0] % 3, i[1])) - 1)); });
+  const auto rep = evaluate(repeat<2, 1>(a) + tile<2>(b));
+  for_each_index<shape<3, 8>>([&](auto i) { CHECK(get(rep, i) == a(i[0], i[1] / 2) + b(i[1] % 4)); });
+
+  // Views of opaque nodes (reductions, pads, concats) and opaque nodes of views.
+  const auto rt = evaluate(transpose(sum(reshape<3, 2, 2>(a), axis<2>)));
+  for_each_index<shape<2, 3>>([&](auto i) { CHECK(get(rt, i) == a(i[1], 2 * i[0]) + a(i[1], 2 * i[0] + 1)); });
+  const auto ps = evaluate(slice<range<1, none, 2>, range<none, none, -1>>(pad<1, 1, 1, 1>(a, 9.0f)));
+  STATIC_REQUIRE(std::is_same_v<decltype(ps), const Tensor<float, shape<2, 6>>>);
+  for_each_index<shape<2, 6>>([&](auto i) {
+    const index_t r = 1 + 2 * i[0] - 1, c = 5 - i[1] - 1; // padded (1 + 2i, 5 - j), minus the border
+    CHECK(get(ps, i) == (r < 3 && c >= 0 && c < 4 ? a(r, c) : 9.0f));
+  });
+  const auto cr = evaluate(concat<0>(sum(a, axis<1>, keepdims), max(a, axis<1>, keepdims) * 10.0f));
+  STATIC_REQUIRE(std::is_same_v<decltype(cr), const Tensor<float, shape<6, 1>>>);
+  for (index_t r = 0; r < 3; ++r) {
+    CHECK(cr(r, 0) == a(r, 0) + a(r, 1) + a(r, 2) + a(r, 3));
+    CHECK(cr(r + 3, 0) == a(r, 3) * 10);
+  }
+  const auto cs = evaluate(sum(concat<1>(a, flip<1>(a)), axis<0>));
+  STATIC_REQUIRE(std::is_same_v<decltype(cs), const Tensor<float, shape<8>>>);
+  for (index_t k = 0; k < 8; ++k) {
+    const index_t col = k < 4 ? k : 7 - k;
+    CHECK(cs(k) == a(0, col) + a(1, col) + a(2, col));
+  }
+}
+
+TEST_CASE("views over a pad or concat broadcast in elementwise ops", "[views]") {
+  const auto a = iota<float, shape<3>>();
+  const auto c = iota<float, shape<2, 1>>(10);
+  // pad gives [5]; the concat [2,1] broadcasts against it.
+  const auto t = evaluate(pad<1, 1>(a) * concat<0>(slice<range<0, 1>>(c), slice<range<1, 2>>(c)));
+  STATIC_REQUIRE(std::is_same_v<decltype(t), const Tensor<float, shape<2, 5>>>);
+  for_each_index<shape<2, 5>>([&](auto i) {
+    const float pa = i[1] >= 1 && i[1] <= 3 ? a(i[1] - 1) : 0.0f;
+    CHECK(get(t, i) == pa * c(i[0], 0));
+  });
+}
+
+TEST_CASE("large views run on the threaded, vectorised paths", "[views]") {
+  const auto a = iota<float, shape<256, 255>>();
+  const auto t = evaluate(tile<2, 3>(a) + 1.0f);
+  index_t bad = 0;
+  for_each_index<shape<512, 765>>([&](auto i) { bad += get(t, i) != a(i[0] % 256, i[1] % 255) + 1.0f; });
+  CHECK(bad == 0);
+  const auto r = evaluate(repeat<3, 0>(a));
+  for_each_index<shape<768, 255>>([&](auto i) { bad += get(r, i) != a(i[0] / 3, i[1]); });
+  CHECK(bad == 0);
+  const auto b = iota<float, shape<255, 256>>(0.5f);
+  const auto c = evaluate(concat<1>(a, transpose(b), a));
+  for_each_index<shape<256, 765>>([&](auto i) {
+    const index_t k = i[1];
+    bad += get(c, i) != (k < 255 ? a(i[0], k) : k < 510 ? b(k - 255, i[0]) : a(i[0], k - 510));
+  });
+  CHECK(bad == 0);
+  const auto p = evaluate(pad<3, 1, 0, 2>(a, -1.0f));
+  for_each_index<shape<260, 257>>([&](auto i) {
+    const index_t rr = i[0] - 3;
+    bad += get(p, i) != (rr >= 0 && rr < 256 && i[1] < 255 ? a(rr, i[1]) : -1.0f);
+  });
+  CHECK(bad == 0);
+  const auto colsum = evaluate(sum(repeat<2, 1>(a), axis<0>));
+  for (index_t k = 0; k < 510; ++k) {
+    double want = 0;
+    for (index_t row = 0; row < 256; ++row) want += a(row, k / 2);
+    bad += colsum(k) != Approx(want);
+  }
+  CHECK(bad == 0);
+}
+
+// ---- lifetime and aliasing --------------------------------------------------------------------------
+TEST_CASE("views of temporaries are safe to keep in auto and evaluate later", "[views]") {
+  auto make = [] { return iota<float, shape<2, 3>>(); };
+  auto t = transpose(make());
+  auto p = pad<1, 0, 0, 1>(make() * 2.0f, 7.0f);
+  auto c = concat<0>(make(), make() + 6.0f);
+  auto r = tile<2, 1>(make());
+  auto rp = repeat<2, 1>(make());
+  auto s = stack<0>(make(), make());
+  auto [lo, hi] = split<1, 1, 2>(make());
+  auto rs = reshape<3, -1>(transpose(make())); // an index map over an owned, non-contiguous leaf
+  const auto a = make();
+  const auto tt = evaluate(t);
+  for_each_index<shape<3, 2>>([&](auto i) { CHECK(get(tt, i) == a(i[1], i[0])); });
+  const auto tp = evaluate(p);
+  CHECK(tp(0, 0) == 7);
+  CHECK(tp(2, 2) == a(1, 2) * 2);
+  CHECK(tp(2, 3) == 7);
+  const auto tc = evaluate(c);
+  for_each_index<shape<4, 3>>([&](auto i) { CHECK(get(tc, i) == float(i[0] * 3 + i[1])); });
+  const auto tr = evaluate(r);
+  CHECK(tr(3, 2) == a(1, 2));
+  const auto trp = evaluate(rp);
+  CHECK(trp(1, 5) == a(1, 2));
+  const auto ts = evaluate(s);
+  CHECK(ts(1, 1, 1) == a(1, 1));
+  const auto tlo = evaluate(lo);
+  const auto thi = evaluate(hi);
+  CHECK(tlo(1, 0) == a(1, 0));
+  CHECK(thi(1, 1) == a(1, 2));
+  const auto trs = evaluate(rs);
+  for_each_index<shape<3, 2>>([&](auto i) {
+    const index_t l = i[0] * 2 + i[1];
+    CHECK(get(trs, i) == a(l % 2, l / 2));
+  });
+}
+
+TEST_CASE("a view of a tensor does not copy it", "[views]") {
+  Tensor<float, shape<3, 4>> a = iota<float, shape<3, 4>>();
+  Tensor<float, shape<2, 4>> b = iota<float, shape<2, 4>>(100);
+  auto v = sum(slice<range<1, 3>>(transpose(a)), axis<1>);
+  auto rs = reshape<2, 6>(transpose(a));
+  auto p = pad<1, 1, 1, 1>(a);
+  auto c = concat<0>(a, b);
+  auto t = tile<2, 2>(a);
+  auto r = repeat<2, 0>(a);
+  auto [top, bottom] = split<0, 2, 1>(a);
+  auto st = stack<0>(b, b);
+  a(2, 1) = 1000; // seen by every view built before
+  b(1, 3) = -1;
+  CHECK(evaluate(v)(0) == a(0, 1) + a(1, 1) + 1000);
+  CHECK(evaluate(rs)(0, 5) == 1000); // transposed (1,2) is linear position 5
+  CHECK(evaluate(p)(3, 2) == 1000);
+  CHECK(evaluate(c)(2, 1) == 1000);
+  CHECK(evaluate(c)(4, 3) == -1);
+  CHECK(evaluate(t)(5, 5) == 1000);
+  CHECK(evaluate(r)(5, 1) == 1000);
+  CHECK(evaluate(bottom)(0, 1) == 1000);
+  CHECK(evaluate(top)(1, 1) == a(1, 1));
+  CHECK(evaluate(st)(1, 1, 3) == -1);
+  // The leaves point into the tensor's own storage.
+  CHECK(reshape<-1>(a).data() == a.data());
+  CHECK(slice<range<1, 2>>(a).data() == a.data());
+  CHECK(std::get<1>(split<0, 2, 1>(a)).data() == a.data());
+}
+
+TEST_CASE("writing through a view, and assigning a view of a tensor to itself", "[views]") {
+  Tensor<float, shape<3, 4>> a;
+  eval(slice<whole, range<none, none, 2>>(a), iota<float, shape<3, 2>>(1));
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(a, i) == (i[1] % 2 ? 0.0f : float(i[0] * 2 + i[1] / 2 + 1))); });
+  eval(transpose(a), broadcast_to<shape<4, 3>>(iota<float, shape<4, 1>>(5)));
+  for_each_index<shape<3, 4>>([&](auto i) { CHECK(get(a, i) == float(5 + i[1])); });
+
+  // The destination read through an opaque node (pad, concat) is evaluated aside, never half-overwritten.
+  Tensor<float, shape<4>> x{1, 2, 3, 4};
+  x = pad<1, 1>(slice<range<1, 3>>(x), 0.0f);
+  CHECK(std::vector<float>(x.begin(), x.end()) == std::vector<float>{0, 2, 3, 0});
+  Tensor<float, shape<4>> y{1, 2, 3, 4};
+  y = concat<0>(slice<range<2, 4>>(y), slice<range<0, 2>>(y));
+  CHECK(std::vector<float>(y.begin(), y.end()) == std::vector<float>{3, 4, 1, 2});
+  Tensor<float, shape<4>> z{1, 2, 3, 4};
+  z = repeat<2, 0>(slice<range<0, 2>>(z));
+  CHECK(std::vector<float>(z.begin(), z.end()) == std::vector<float>{1, 1, 2, 2});
+}
