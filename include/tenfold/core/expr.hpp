@@ -20,8 +20,13 @@ template <class T, class S = shape<>>
 class Tensor;
 
 // Every expression node derives from this, which also makes namespace tenfold (and so the operators)
-// reachable by argument-dependent lookup from any node.
-struct node_base {};
+// reachable by argument-dependent lookup from any node. Nodes are aggregates; the deleted constructor
+// stops brace elision from quietly slicing a node of the wrong type into this empty base.
+struct node_base {
+  node_base() = default;
+  template <class T>
+  node_base(const T&) = delete;
+};
 
 namespace detail {
 

@@ -4,6 +4,7 @@
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/cpu/blocks.hpp"
+#include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
 
 namespace tenfold {
@@ -240,13 +241,15 @@ void eval(Dst&& dst, Src&& src) {
   using O = std::remove_const_t<decltype(out)>;
   using S = typename O::shape_type;
   auto node = detail::expand_to<S>(detail::as_node(std::forward<Src>(src)));
-  if (cpu::aliases(out, node)) {
+  const bool aliased = cpu::aliases(out, node);
+  const auto prepared = cpu::materialize_root(std::move(node));
+  if (aliased) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
-    cpu::run(detail::as_node(tmp), node);
+    cpu::run(detail::as_node(tmp), prepared);
     cpu::run(out, detail::as_node(std::as_const(tmp)));
     return;
   }
-  cpu::run(out, node);
+  cpu::run(out, prepared);
 }
 } // namespace tenfold

@@ -8,6 +8,7 @@
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/ops/descriptor.hpp"
+#include "tenfold/plan/fusion.hpp"
 
 namespace tenfold::cpu {
 using detail::leaf;
@@ -24,29 +25,6 @@ inline constexpr index_t lanes = index_t(batch<L>::size);
 // the run, so a row computes it once (vectorised, pairwise: cpu/reduce.hpp) and reads it as a scalar.
 template <class N>
 typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside);
-
-template <class N>
-inline constexpr bool is_fusable_reduce_view_v = false;
-template <class M, class C>
-inline constexpr bool is_fusable_reduce_view_v<detail::view_node<M, C>> = [] {
-  if constexpr (detail::is_reduce_node_v<C> && detail::is_affine_map_v<M>) return C::rank == 0 || C::mask[C::input_shape::rank - 1];
-  else return false;
-}();
-
-// Is N a fusable reduction view that is constant along output axes [k, R)? (No operand axis is read
-// from them.)
-template <class N>
-constexpr bool constant_from(int k) {
-  if constexpr (is_fusable_reduce_view_v<N>) {
-    for (int j = 0; j < int(N::map_type::src.size()); ++j) {
-      const int a = N::map_type::src[j];
-      if (a >= k && N::shape_type::dims[a] != 1) return false;
-    }
-    return true;
-  } else {
-    return false;
-  }
-}
 
 // ---- which suffix of axes can be walked as one flat run --------------------------------------------
 // kind of a leaf's access over axes [k, R): 0 = broadcast (all strides 0), 1 = contiguous row-major.
@@ -69,7 +47,7 @@ constexpr bool flat_from(int k) {
   else if constexpr (detail::is_map_node_v<N>)
     return []<class... C>(std::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
         static_cast<decltype(N::args)*>(nullptr), k);
-  else if constexpr (is_fusable_reduce_view_v<N>) return constant_from<N>(k);
+  else if constexpr (plan::is_reduce_view_v<N>) return plan::constant_from<N>(k);
   else return true; // scalars, and opaque nodes (which unravel the run index themselves)
 }
 
@@ -191,6 +169,27 @@ struct map_row {
   }
 };
 
+// A reduction read directly: each element of the run is one vectorised reduction (cpu/reduce.hpp).
+template <class N, int K, class L>
+struct reduce_row {
+  const N* node;
+  std::array<index_t, N::rank + 1> idx;
+  TENFOLD_INLINE compute_t<typename N::value_type> scalar(index_t j) const {
+    std::array<index_t, N::rank + 1> i = idx;
+    for (int a = N::rank - 1; a >= K; --a) {
+      i[a] = j % N::shape_type::dims[a];
+      j /= N::shape_type::dims[a];
+    }
+    using Rd = N;
+    return static_cast<compute_t<typename N::value_type>>(Rd::op_type::finalize(reduce_one(*node, i.data(), false), Rd::count));
+  }
+  TENFOLD_INLINE batch<L> load(index_t j) const {
+    alignas(default_alignment) L tmp[lanes<L>];
+    for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(scalar(j + k));
+    return batch<L>::load_aligned(tmp);
+  }
+};
+
 // Any other node: element by element through its own `at`, unravelling the run index.
 template <class N, int K, class L>
 struct generic_row {
@@ -219,7 +218,7 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     return leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data() + off};
   } else if constexpr (detail::is_scalar_node_v<N>) {
     return scalar_row<typename N::value_type, L>{n.value};
-  } else if constexpr (constant_from<N>(K)) {
+  } else if constexpr (plan::constant_from<N>(K)) {
     using Rd = typename N::child_type;
     std::array<index_t, N::rank + 1> out{};
     std::array<index_t, Rd::rank + 1> in{};
@@ -228,6 +227,10 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     const auto acc = reduce_one(n.arg, in.data(), false);
     return scalar_row<typename N::value_type, L>{
         static_cast<compute_t<typename N::value_type>>(Rd::op_type::finalize(acc, Rd::count))};
+  } else if constexpr (plan::direct_fused_v<N>) {
+    reduce_row<N, K, L> r{&n, {}};
+    for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
+    return r;
   } else if constexpr (detail::is_map_node_v<N>) {
     return std::apply(
         [idx](const auto&... c) {

@@ -62,8 +62,9 @@ auto one_hot_mask(L&& labels) {
 template <expression LP, expression L>
 auto nll_loss(LP&& log_probs, L&& labels) {
   constexpr index_t classes = detail::shape_of_t<LP>::dims[detail::shape_of_t<LP>::rank - 1];
+  // -log p[label] per row, then the batch mean: the row sums are computed where the mean reads them.
   auto picked = sum(where(detail::one_hot_mask<classes>(std::forward<L>(labels)), std::forward<LP>(log_probs), 0.0f), axis<-1>);
-  return -mean(picked);
+  return mean(-picked);
 }
 
 // Cross-entropy of logits [B, C] against integer labels [B]: mean over the batch of

@@ -1,0 +1,116 @@
+#pragma once
+// What fuses and what materialises, decided from the expression type alone. Backends consult this;
+// they do not decide it themselves.
+//
+// In an elementwise consumer:
+//  - leaves, scalars, generators, elementwise nodes and index maps cost O(1) per element: fused;
+//  - a reduction broadcast back along the axes it reduced, with its innermost axis reduced
+//    (`x - max(x, axis<-1>, keepdims)`), is constant along each output row: computed once per row
+//    into a local (row fusion): fused, no buffer;
+//  - a reduction read directly (not broadcast), with its innermost axis reduced, is computed once per
+//    element that reads it: each result is used once, so nothing is recomputed: fused, no buffer;
+//  - any other reduction or scan would be recomputed for many elements (or read with a stride): it
+//    materialises into a buffer first, which costs one more loop nest and is then read like a tensor.
+#include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/view.hpp"
+
+namespace tenfold::plan {
+
+template <class N>
+inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N>;
+
+template <class N>
+inline constexpr bool is_view_node_v = false;
+template <class M, class C>
+inline constexpr bool is_view_node_v<detail::view_node<M, C>> = true;
+
+// A reduction seen through an affine broadcast, whose innermost input axis is reduced.
+template <class N>
+inline constexpr bool is_reduce_view_v = false;
+template <class M, class C>
+inline constexpr bool is_reduce_view_v<detail::view_node<M, C>> = [] {
+  if constexpr (detail::is_reduce_node_v<C> && detail::is_affine_map_v<M>) return C::input_shape::rank == 0 || C::mask[C::input_shape::rank - 1];
+  else return false;
+}();
+
+// Is N a reduction view that is constant along output axes [k, rank)? (No operand axis is read
+// from them.)
+template <class N>
+constexpr bool constant_from(int k) {
+  if constexpr (is_reduce_view_v<N>) {
+    for (int j = 0; j < int(N::map_type::src.size()); ++j) {
+      const int a = N::map_type::src[j];
+      if (a >= k && N::shape_type::dims[a] != 1) return false;
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
+
+// Computed once per output row inside its consumer's loop nest.
+template <class N>
+inline constexpr bool row_fused_v = [] {
+  if constexpr (is_reduce_view_v<N>) return constant_from<N>(N::rank > 0 ? N::rank - 1 : 0);
+  else return false;
+}();
+
+// A reduction read directly, innermost axis reduced: each of its results is computed where it is read.
+template <class N>
+inline constexpr bool direct_fused_v = [] {
+  if constexpr (detail::is_reduce_node_v<N>) return N::input_shape::rank == 0 || N::mask[N::input_shape::rank - 1];
+  else return false;
+}();
+
+// Must be evaluated into a buffer before its consumer runs.
+template <class N>
+inline constexpr bool materializes_v = [] {
+  if constexpr (direct_fused_v<N>) return false;
+  else if constexpr (is_heavy_v<N>) return true;
+  else if constexpr (is_view_node_v<N>) return is_heavy_v<typename N::child_type> && !row_fused_v<N>;
+  else return false;
+}();
+
+struct counts {
+  int nests = 0, buffers = 0;
+  constexpr counts operator+(counts o) const { return {nests + o.nests, buffers + o.buffers}; }
+};
+
+template <class N>
+constexpr counts root_counts();
+
+// What the subtree N adds to the loop nest of an elementwise consumer.
+template <class N>
+constexpr counts inside() {
+  if constexpr (materializes_v<N>) {
+    if constexpr (is_view_node_v<N>) return root_counts<typename N::child_type>() + counts{0, 1};
+    else return root_counts<N>() + counts{0, 1};
+  } else if constexpr (row_fused_v<N>) {
+    return inside<typename N::child_type::child_type>();
+  } else if constexpr (direct_fused_v<N>) {
+    return inside<typename N::child_type>();
+  } else if constexpr (requires { N::args; }) {
+    return []<class... C>(std::tuple<C...>*) { return (counts{} + ... + inside<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+  } else if constexpr (requires { N::arg; }) {
+    return inside<std::remove_cvref_t<decltype(N::arg)>>();
+  } else {
+    return {};
+  }
+}
+
+// Assigning N: its own loop nest plus whatever it needs first.
+template <class N>
+constexpr counts root_counts() {
+  if constexpr (is_heavy_v<N>) return counts{1, 0} + inside<typename N::child_type>();
+  else return counts{1, 0} + inside<N>();
+}
+} // namespace tenfold::plan
+
+namespace tenfold {
+// plan_of<Expr>: how many loop nests and materialised buffers assigning Expr to a tensor takes.
+template <class E>
+struct plan_of {
+  static constexpr int nests = plan::root_counts<detail::node_t<E>>().nests;
+  static constexpr int buffers = plan::root_counts<detail::node_t<E>>().buffers;
+};
+} // namespace tenfold
