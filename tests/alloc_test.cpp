@@ -22,6 +22,16 @@ void* operator new(std::size_t n) { return counted(n, 0); }
 void* operator new[](std::size_t n) { return counted(n, 0); }
 void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
 void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+// The nothrow forms too: otherwise a library allocating with them (Catch2 does) would get the
+// sanitizer's operator new and our free, a mismatch AddressSanitizer rightly reports.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { try { return counted(n, 0); } catch (...) { return nullptr; } }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { try { return counted(n, 0); } catch (...) { return nullptr; } }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { try { return counted(n, std::size_t(a)); } catch (...) { return nullptr; } }
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { try { return counted(n, std::size_t(a)); } catch (...) { return nullptr; } }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }

@@ -6,4 +6,5 @@
 #include "tenfold/ops/api.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/composites.hpp"
+#include "tenfold/ops/linear.hpp"
 #include "tenfold/cpu/evaluator.hpp"

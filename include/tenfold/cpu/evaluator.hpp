@@ -4,6 +4,7 @@
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/cpu/blocks.hpp"
+#include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
 
@@ -12,38 +13,6 @@ namespace cpu {
 
 // Elements below which an assignment stays on the calling thread.
 inline constexpr index_t parallel_grain = 1 << 15;
-
-template <class T, class L, index_t Stride, class V, class Row>
-TENFOLD_INLINE void store_run(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
-  using D = std::remove_const_t<T>;
-  constexpr index_t w = lanes<L>;
-  if constexpr (std::is_same_v<compute_t<D>, L> && Stride == 1) {
-    for (; j + w <= stop; j += w) {
-      const auto b = src.load(j);
-      if constexpr (std::is_same_v<D, L>) b.store_unaligned(dst.p + j);
-      else {
-        alignas(default_alignment) L tmp[w];
-        b.store_aligned(tmp);
-        for (index_t k = 0; k < w; ++k) dst.p[j + k] = convert<D>(tmp[k]);
-      }
-    }
-  } else if constexpr (std::is_same_v<D, bool> && std::is_same_v<V, bool>) {
-    for (; j + w <= stop; j += w) {
-      if constexpr (Stride == 1) src.load(j).store_unaligned(dst.p + j);
-      else {
-        bool tmp[w];
-        src.load(j).store_unaligned(tmp);
-        for (index_t k = 0; k < w; ++k) dst.p[(j + k) * Stride] = tmp[k];
-      }
-    }
-  }
-  for (; j < stop; ++j) dst.p[j * Stride] = convert<D>(src.scalar(j));
-}
-
-template <class T, class L, index_t Stride, class Row>
-TENFOLD_INLINE void store_run_scalar(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
-  for (; j < stop; ++j) dst.p[j * Stride] = convert<std::remove_const_t<T>>(src.scalar(j));
-}
 
 // Does some leaf step through memory along the run (a transposed or strided operand)?
 template <class N, int K>
@@ -214,7 +183,8 @@ bool aliases(const Dst& dst, const N& n, bool opaque = false) {
 
 template <class Dst, class N>
 void run(const Dst& dst, const N& n) {
-  if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
+  if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n);
+  else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else run_elementwise(dst, n);
 }

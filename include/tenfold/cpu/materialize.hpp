@@ -12,15 +12,35 @@ void run(const Dst& dst, const N& n);
 
 template <class N>
 auto materialize(N&& n);
+template <class N>
+auto materialize_root(N&& n);
 
-// The same reduction or scan over a prepared input (whose type may differ from the original's).
+// A matmul operand must be memory the GEMM can pack from: a tensor or a strided view of one.
+template <class X>
+auto as_operand_leaf(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (detail::is_leaf_v<D>) return D(std::forward<X>(x));
+  else {
+    Tensor<typename D::value_type, typename D::shape_type> buffer;
+    run(detail::as_node(buffer), materialize_root(std::forward<X>(x)));
+    return detail::as_node(std::move(buffer));
+  }
+}
+
+// The same reduction, scan or matmul over prepared inputs (whose types may differ from the original's).
 template <class H>
 auto with_prepared_input(H&& h) {
   using D = std::remove_cvref_t<H>;
-  using C = decltype(materialize(std::forward<H>(h).arg));
-  if constexpr (detail::is_reduce_node_v<D>)
-    return detail::reduce_node<typename D::op_type, C, D::mask, D::keep>{{}, materialize(std::forward<H>(h).arg)};
-  else return detail::scan_node<typename D::op_type, C, D::axis>{{}, materialize(std::forward<H>(h).arg)};
+  if constexpr (detail::is_matmul_node_v<D>) {
+    auto a = as_operand_leaf(std::get<0>(std::forward<H>(h).args));
+    auto b = as_operand_leaf(std::get<1>(std::forward<H>(h).args));
+    return detail::matmul_node<decltype(a), decltype(b)>{{}, {std::move(a), std::move(b)}};
+  } else {
+    using C = decltype(materialize(std::forward<H>(h).arg));
+    if constexpr (detail::is_reduce_node_v<D>)
+      return detail::reduce_node<typename D::op_type, C, D::mask, D::keep>{{}, materialize(std::forward<H>(h).arg)};
+    else return detail::scan_node<typename D::op_type, C, D::axis>{{}, materialize(std::forward<H>(h).arg)};
+  }
 }
 
 // Evaluate a heavy node (reduction or scan) into an owned tensor; its own input is prepared first.
@@ -59,11 +79,28 @@ auto materialize(N&& n) {
   }
 }
 
-// The root keeps its own kind (a reduction at the root runs the reduction kernel); its input is prepared.
+// A GEMM epilogue tree: its one matmul stays (operands prepared), the rest is materialised as usual.
+template <class N>
+auto materialize_epilogue(N&& n) {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (detail::is_matmul_node_v<D>) return with_prepared_input(std::forward<N>(n));
+  else if constexpr (detail::is_map_node_v<D> && plan::epilogue_matmuls<D>() == 1) {
+    return std::apply(
+        [](auto&&... c) {
+          return detail::map_node<typename D::op_type, decltype(materialize_epilogue(std::forward<decltype(c)>(c)))...>{
+              {}, {materialize_epilogue(std::forward<decltype(c)>(c))...}};
+        },
+        std::forward<N>(n).args);
+  } else return materialize(std::forward<N>(n));
+}
+
+// The root keeps its own kind (a reduction at the root runs the reduction kernel, a matmul drives its
+// epilogue); its inputs are prepared.
 template <class N>
 auto materialize_root(N&& n) {
   using D = std::remove_cvref_t<N>;
-  if constexpr (plan::is_heavy_v<D>) return with_prepared_input(std::forward<N>(n));
+  if constexpr (plan::gemm_root_v<D>) return materialize_epilogue(std::forward<N>(n));
+  else if constexpr (plan::is_heavy_v<D>) return with_prepared_input(std::forward<N>(n));
   else return materialize(std::forward<N>(n));
 }
 } // namespace tenfold::cpu

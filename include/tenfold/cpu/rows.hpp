@@ -210,9 +210,21 @@ struct generic_row {
   }
 };
 
+template <class T, class S>
+struct gemm_block;
+template <class T, class L>
+struct gemm_block_row;
+template <class N>
+inline constexpr bool is_gemm_block_v = false;
+template <class T, class S>
+inline constexpr bool is_gemm_block_v<gemm_block<T, S>> = true;
+
 template <int K, class L, class N>
 TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
-  if constexpr (detail::is_leaf_v<N>) {
+  if constexpr (is_gemm_block_v<N>) {
+    static_assert(K == N::rank - 1);
+    return gemm_block_row<typename N::value_type, L>{n.p + (idx[N::rank - 2] - n.i0) * n.ldc, n.j0};
+  } else if constexpr (detail::is_leaf_v<N>) {
     index_t off = N::offset;
     for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
     return leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data() + off};
@@ -244,4 +256,37 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     return r;
   }
 }
+// ---- storing a run ---------------------------------------------------------------------------------
+template <class T, class L, index_t Stride, class V, class Row>
+TENFOLD_INLINE void store_run(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
+  using D = std::remove_const_t<T>;
+  constexpr index_t w = lanes<L>;
+  if constexpr (std::is_same_v<compute_t<D>, L> && Stride == 1) {
+    for (; j + w <= stop; j += w) {
+      const auto b = src.load(j);
+      if constexpr (std::is_same_v<D, L>) b.store_unaligned(dst.p + j);
+      else {
+        alignas(default_alignment) L tmp[w];
+        b.store_aligned(tmp);
+        for (index_t k = 0; k < w; ++k) dst.p[j + k] = convert<D>(tmp[k]);
+      }
+    }
+  } else if constexpr (std::is_same_v<D, bool> && std::is_same_v<V, bool>) {
+    for (; j + w <= stop; j += w) {
+      if constexpr (Stride == 1) src.load(j).store_unaligned(dst.p + j);
+      else {
+        bool tmp[w];
+        src.load(j).store_unaligned(tmp);
+        for (index_t k = 0; k < w; ++k) dst.p[(j + k) * Stride] = tmp[k];
+      }
+    }
+  }
+  for (; j < stop; ++j) dst.p[j * Stride] = convert<D>(src.scalar(j));
+}
+
+template <class T, class L, index_t Stride, class Row>
+TENFOLD_INLINE void store_run_scalar(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
+  for (; j < stop; ++j) dst.p[j * Stride] = convert<std::remove_const_t<T>>(src.scalar(j));
+}
+
 } // namespace tenfold::cpu

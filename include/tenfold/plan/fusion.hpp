@@ -9,15 +9,36 @@
 //    into a local (row fusion): fused, no buffer;
 //  - a reduction read directly (not broadcast), with its innermost axis reduced, is computed once per
 //    element that reads it: each result is used once, so nothing is recomputed: fused, no buffer;
+//  - a matmul whose result is consumed elementwise at its own shape, through elementwise nodes only
+//    (relu(matmul(x, w) + b)), runs as the root: the consumer is applied to each finished block of the
+//    GEMM in its store. Any other matmul materialises, and so does a matmul operand that is not a
+//    tensor or a view of one (the GEMM packs straight from memory);
 //  - any other reduction or scan would be recomputed for many elements (or read with a stride): it
 //    materialises into a buffer first, which costs one more loop nest and is then read like a tensor.
+#include "tenfold/core/matmul_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 
 namespace tenfold::plan {
 
 template <class N>
-inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N>;
+inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N> || detail::is_matmul_node_v<N>;
+
+// How many matmuls are reachable from N through elementwise nodes alone.
+template <class N>
+constexpr int epilogue_matmuls() {
+  if constexpr (detail::is_matmul_node_v<N>) return 1;
+  else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*) { return (0 + ... + epilogue_matmuls<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+  else return 0;
+}
+// An elementwise root over exactly one matmul of its own shape: the GEMM drives, the root is its epilogue.
+template <class N>
+inline constexpr bool gemm_root_v = [] {
+  if constexpr (detail::is_matmul_node_v<N>) return true;
+  else if constexpr (detail::is_map_node_v<N>) return epilogue_matmuls<N>() == 1;
+  else return false;
+}();
 
 template <class N>
 inline constexpr bool is_view_node_v = false;
@@ -78,6 +99,22 @@ struct counts {
 
 template <class N>
 constexpr counts root_counts();
+template <class N>
+constexpr counts inside();
+
+template <class N>
+constexpr counts operand_counts() {
+  if constexpr (detail::is_leaf_v<N>) return {};
+  else return root_counts<N>() + counts{0, 1};
+}
+// The subtree of a GEMM epilogue: its matmul contributes only its operands.
+template <class N>
+constexpr counts epilogue_inside() {
+  if constexpr (detail::is_matmul_node_v<N>) return operand_counts<typename N::a_type>() + operand_counts<typename N::b_type>();
+  else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*) { return (counts{} + ... + epilogue_inside<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+  else return inside<N>();
+}
 
 // What the subtree N adds to the loop nest of an elementwise consumer.
 template <class N>
@@ -101,7 +138,8 @@ constexpr counts inside() {
 // Assigning N: its own loop nest plus whatever it needs first.
 template <class N>
 constexpr counts root_counts() {
-  if constexpr (is_heavy_v<N>) return counts{1, 0} + inside<typename N::child_type>();
+  if constexpr (gemm_root_v<N>) return counts{1, 0} + epilogue_inside<N>();
+  else if constexpr (is_heavy_v<N>) return counts{1, 0} + inside<typename N::child_type>();
   else return counts{1, 0} + inside<N>();
 }
 } // namespace tenfold::plan

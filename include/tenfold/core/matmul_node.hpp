@@ -1,0 +1,78 @@
+#pragma once
+// matmul(a, b): [..., M, K] x [..., K, N] -> [..., M, N], batch axes broadcast as in NumPy. A node like
+// the others: it holds its operands, and `at` computes one element (the device and fallback path);
+// the CPU evaluator runs a packed, blocked GEMM and fuses elementwise consumers into its store.
+#include "tenfold/core/expr.hpp"
+
+namespace tenfold::detail {
+
+template <class A, class B>
+struct check_matmul {
+  static constexpr bool ranks_ok = A::rank >= 2 && B::rank >= 2;
+  static_assert(ranks_ok, "tenfold::matmul: operands need rank >= 2 (unsqueeze a vector first)");
+  static constexpr bool inner_ok = !ranks_ok || A::dims[A::rank - 1] == B::dims[B::rank >= 2 ? B::rank - 2 : 0];
+  static_assert(inner_ok, "tenfold::matmul: inner dimensions differ (the last extent of the first operand must equal "
+                          "the second-to-last of the second)");
+  static constexpr bool valid = ranks_ok && inner_ok;
+};
+
+// Batch shapes: everything but the last two axes.
+template <class S>
+constexpr auto batch_dims() {
+  dims_t<(S::rank > 2 ? S::rank - 2 : 0)> d{};
+  for (int i = 0; i + 2 < S::rank; ++i) d[i] = S::dims[i];
+  return d;
+}
+
+template <class A, class B>
+constexpr auto matmul_dims() {
+  using BA = shape_from<batch_dims<A>()>;
+  using BB = shape_from<batch_dims<B>()>;
+  using BS = broadcast_shape_t<BA, BB>;
+  dims_t<BS::rank + 2> d{};
+  for (int i = 0; i < BS::rank; ++i) d[i] = BS::dims[i];
+  d[BS::rank] = A::dims[A::rank - 2];
+  d[BS::rank + 1] = B::dims[B::rank - 1];
+  return d;
+}
+
+template <class CA, class CB>
+struct matmul_node : node_tag {
+  using a_type = CA;
+  using b_type = CB;
+  using value_type = promote_t<typename CA::value_type, typename CB::value_type>;
+  using shape_type = shape_from<matmul_dims<typename CA::shape_type, typename CB::shape_type>()>;
+  static constexpr int rank = shape_type::rank;
+  static constexpr index_t M = CA::shape_type::dims[CA::rank - 2], K = CA::shape_type::dims[CA::rank - 1],
+                           N = CB::shape_type::dims[CB::rank - 1];
+  std::tuple<CA, CB> args;
+
+  // Operand multi-index for output index `out` (batch axes broadcast from the right).
+  template <class S>
+  TENFOLD_HD static void operand_index(const index_t* out, index_t row, index_t col, index_t* in) {
+    for (int i = 0; i + 2 < S::rank; ++i) {
+      const int o = rank - S::rank + i;
+      in[i] = S::dims[i] == 1 ? 0 : out[o];
+    }
+    in[S::rank - 2] = row;
+    in[S::rank - 1] = col;
+  }
+  TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
+    index_t ia[CA::rank], ib[CB::rank];
+    compute_t<value_type> acc{};
+    for (index_t k = 0; k < K; ++k) {
+      operand_index<typename CA::shape_type>(out, out[rank - 2], k, ia);
+      operand_index<typename CB::shape_type>(out, k, out[rank - 1], ib);
+      acc += static_cast<compute_t<value_type>>(std::get<0>(args).at(ia)) *
+             static_cast<compute_t<value_type>>(std::get<1>(args).at(ib));
+    }
+    return acc;
+  }
+  static std::string str() { return "matmul(" + CA::str() + ", " + CB::str() + ")"; }
+};
+
+template <class E>
+inline constexpr bool is_matmul_node_v = false;
+template <class A, class B>
+inline constexpr bool is_matmul_node_v<matmul_node<A, B>> = true;
+} // namespace tenfold::detail

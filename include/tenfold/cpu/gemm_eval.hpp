@@ -1,0 +1,116 @@
+#pragma once
+// Assignments whose root is a matmul, or elementwise over exactly one matmul of the same shape: the
+// GEMM runs per batch element and block, and the root expression — with the matmul replaced by the
+// finished block — is evaluated for that block's rows in the store.
+#include "tenfold/cpu/gemm.hpp"
+#include "tenfold/cpu/reduce.hpp"
+#include "tenfold/cpu/rows.hpp"
+#include "tenfold/plan/fusion.hpp"
+
+namespace tenfold::cpu {
+
+template <class Dst, class N>
+void run_elementwise(const Dst& dst, const N& n);
+
+// The finished block of C standing in for the matmul in the epilogue: element (i, j) of the output
+// is block[(i - i0) * ldc + (j - j0)] for the block's rows and columns.
+template <class T, class S>
+struct gemm_block : node_base {
+  using value_type = T;
+  using shape_type = S;
+  static constexpr int rank = S::rank;
+  const T* p;
+  index_t ldc, i0, j0;
+  T at(const index_t* idx) const { return p[(idx[rank - 2] - i0) * ldc + (idx[rank - 1] - j0)]; }
+  static std::string str() { return "gemm_block"; }
+};
+template <class T, class L>
+struct gemm_block_row {
+  const T* p; // the row's first element, at column j0
+  index_t j0;
+  TENFOLD_INLINE T scalar(index_t j) const { return p[j - j0]; }
+  TENFOLD_INLINE batch<L> load(index_t j) const { return batch<L>::load_unaligned(p + (j - j0)); }
+};
+
+template <class N, class Block>
+auto substitute_block(const N& n, const Block& blk) {
+  if constexpr (detail::is_matmul_node_v<N>) return blk;
+  else if constexpr (detail::is_map_node_v<N>)
+    return std::apply(
+        [&](const auto&... c) {
+          return detail::map_node<typename N::op_type, decltype(substitute_block(c, blk))...>{{}, {substitute_block(c, blk)...}};
+        },
+        n.args);
+  else return n;
+}
+
+template <class N>
+const auto& find_matmul(const N& n) {
+  if constexpr (detail::is_matmul_node_v<N>) return n;
+  else {
+    constexpr std::size_t which = []<class... C>(std::tuple<C...>*) {
+      std::size_t i = 0, found = 0;
+      ((plan::epilogue_matmuls<C>() ? found = i : 0, ++i), ...);
+      return found;
+    }(static_cast<decltype(N::args)*>(nullptr));
+    return find_matmul(std::get<which>(n.args));
+  }
+}
+
+// Leaf -> the matrix of one batch element (batch axes broadcast from the right).
+template <class Leaf, int OutRank>
+matrix_ref<std::remove_const_t<typename Leaf::element_type>> batch_matrix(const Leaf& l, const index_t* out_idx) {
+  constexpr int r = Leaf::rank;
+  index_t off = Leaf::offset;
+  for (int i = 0; i + 2 < r; ++i)
+    if (Leaf::shape_type::dims[i] != 1) off += out_idx[OutRank - r + i] * Leaf::strides[i];
+  return {l.data() + off, Leaf::strides[r - 2], Leaf::strides[r - 1]};
+}
+
+template <class Dst, class N>
+void run_gemm(const Dst& dst, const N& root) {
+  using S = typename N::shape_type;
+  using Mm = std::remove_cvref_t<decltype(find_matmul(root))>;
+  using T = compute_t<typename Mm::value_type>;
+  constexpr int R = S::rank;
+  if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    run_elementwise(dst, root); // integer matmuls: one dot product per element through `at`
+  } else {
+    const Mm& mm = find_matmul(root);
+    constexpr index_t M = Mm::M, N_ = Mm::N, K = Mm::K;
+    constexpr index_t batches = detail::product(S::dims, 0, R - 2);
+    const index_t blocks = gemm_block_count<T>(M, N_);
+    using index_array = std::array<index_t, R + 1>;
+    using Block = gemm_block<T, S>;
+    using Tail = decltype(substitute_block(root, std::declval<Block>()));
+    using L0 = typename lane_of<Tail>::type;
+    constexpr bool vec = lane_type_v<L0> && simd_ok<Tail, L0>::value;
+    using L = std::conditional_t<vec, L0, float>;
+    auto task = [&](index_t t0, index_t t1) {
+      index_array idx{};
+      for (index_t t = t0; t < t1;) {
+        const index_t b = t / blocks, first = t % blocks, last = std::min(blocks, first + (t1 - t));
+        detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
+        const auto a = batch_matrix<typename Mm::a_type, R>(std::get<0>(mm.args), idx.data());
+        const auto bm = batch_matrix<typename Mm::b_type, R>(std::get<1>(mm.args), idx.data());
+        gemm_blocks<T>(a, bm, M, N_, K, first, last, [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+          const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0});
+          index_array i = idx;
+          for (index_t r = i0; r < i0 + mc; ++r) {
+            i[R - 2] = r;
+            const auto d = make_row<R - 1, L>(dst, i.data());
+            const auto s = make_row<R - 1, L>(tail, i.data());
+            if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
+            else store_run_scalar(d, s, j0, j0 + nc);
+          }
+        });
+        t += last - first;
+      }
+    };
+    const index_t tasks = batches * blocks;
+    constexpr double flops = 2.0 * double(M) * double(N_) * double(K) * double(batches);
+    if (flops < 2e6) task(0, tasks);
+    else parallel_for(tasks, 1, 1, task);
+  }
+}
+} // namespace tenfold::cpu

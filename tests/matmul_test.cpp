@@ -1,0 +1,112 @@
+// matmul against a long-double reference: sizes across the GEMM's block edges, every transpose
+// combination, batch broadcasting, fused epilogues, expression operands, and integers.
+#include <catch2/catch.hpp>
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+using ld = long double;
+
+namespace {
+template <class T, class S>
+Tensor<T, S> random_tensor(std::uint64_t seed) {
+  rng g(seed);
+  return uniform<S, T>(g, T(-1), T(1));
+}
+// Tolerance for a K-term dot product in T, relative to the sum of |terms|.
+template <class T>
+double dot_tol(index_t k) { return 4.0 * double(k) * std::numeric_limits<T>::epsilon(); }
+} // namespace
+
+template <class T, index_t M, index_t K, index_t N>
+void check_plain() {
+  const auto a = random_tensor<T, shape<M, K>>(1);
+  const auto b = random_tensor<T, shape<K, N>>(2);
+  const auto at_ = random_tensor<T, shape<K, M>>(3); // stored transposed
+  const auto bt = random_tensor<T, shape<N, K>>(4);
+  Tensor<T, shape<M, N>> c = matmul(a, b), c_tn = matmul(transpose(at_), b), c_nt = matmul(a, transpose(bt)),
+                         c_tt = matmul(transpose(at_), transpose(bt));
+  bool ok = true;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld s[4] = {0, 0, 0, 0}, mag[4] = {0, 0, 0, 0};
+      for (index_t k = 0; k < K; ++k) {
+        const ld terms[4] = {ld(a(i, k)) * b(k, j), ld(at_(k, i)) * b(k, j), ld(a(i, k)) * bt(j, k), ld(at_(k, i)) * bt(j, k)};
+        for (int v = 0; v < 4; ++v) s[v] += terms[v], mag[v] += std::fabs(terms[v]);
+      }
+      const T got[4] = {c(i, j), c_tn(i, j), c_nt(i, j), c_tt(i, j)};
+      for (int v = 0; v < 4; ++v) ok = ok && std::fabs(got[v] - s[v]) <= dot_tol<T>(K) * mag[v] + 1e-30;
+    }
+  INFO("M=" << M << " K=" << K << " N=" << N);
+  CHECK(ok);
+}
+
+TEST_CASE("matmul: sizes across block edges, all transpose combinations", "[matmul]") {
+  check_plain<float, 1, 1, 1>();
+  check_plain<float, 3, 17, 5>();
+  check_plain<float, 37, 29, 41>();
+  check_plain<float, 64, 64, 64>();
+  check_plain<float, 100, 300, 97>();  // several K slices and row blocks
+  check_plain<float, 7, 13, 300>();    // two column blocks
+  check_plain<double, 37, 29, 41>();
+  check_plain<double, 1, 257, 3>();
+}
+
+TEST_CASE("matmul: batch broadcasting", "[matmul]") {
+  const auto a = random_tensor<float, shape<2, 1, 5, 7>>(5);
+  const auto b = random_tensor<float, shape<3, 7, 4>>(6);
+  Tensor<float, shape<2, 3, 5, 4>> c = matmul(a, b);
+  bool ok = true;
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 3; ++q)
+      for (int i = 0; i < 5; ++i)
+        for (int j = 0; j < 4; ++j) {
+          ld s = 0, mag = 0;
+          for (int k = 0; k < 7; ++k) s += ld(a(p, 0, i, k)) * b(q, k, j), mag += std::fabs(ld(a(p, 0, i, k)) * b(q, k, j));
+          ok = ok && std::fabs(c(p, q, i, j) - s) <= dot_tol<float>(7) * mag;
+        }
+  CHECK(ok);
+}
+
+TEST_CASE("matmul: fused epilogue, expression operands, linear", "[matmul]") {
+  const auto x = random_tensor<float, shape<33, 40>>(7);
+  const auto w = random_tensor<float, shape<40, 19>>(8);
+  const auto bias = random_tensor<float, shape<19>>(9);
+  const auto res = random_tensor<float, shape<33, 19>>(10);
+  auto fused = relu(matmul(x, w) + bias) * 0.5f + res;
+  static_assert(plan_of<decltype(fused)>::nests == 1 && plan_of<decltype(fused)>::buffers == 0,
+                "the epilogue runs in the GEMM's store");
+  static_assert(plan_of<decltype(matmul(x * 2.0f, w))>::buffers == 1, "an expression operand is materialised");
+  Tensor<float, shape<33, 19>> y = fused;
+  Tensor<float, shape<33, 19>> y2 = matmul(x * 2.0f, w);
+  const auto wt = random_tensor<float, shape<19, 40>>(11); // PyTorch layout [out, in]
+  Tensor<float, shape<33, 19>> y3 = linear(x, wt, bias);
+  bool ok = true;
+  for (int i = 0; i < 33; ++i)
+    for (int j = 0; j < 19; ++j) {
+      ld s = 0, s3 = 0, mag = 0, mag3 = 0;
+      for (int k = 0; k < 40; ++k) {
+        s += ld(x(i, k)) * w(k, j), mag += std::fabs(ld(x(i, k)) * w(k, j));
+        s3 += ld(x(i, k)) * wt(j, k), mag3 += std::fabs(ld(x(i, k)) * wt(j, k));
+      }
+      const ld want = std::max<ld>(s + bias(j), 0) * 0.5L + res(i, j);
+      ok = ok && std::fabs(y(i, j) - want) <= dot_tol<float>(40) * (mag + 1);
+      ok = ok && std::fabs(y2(i, j) - 2 * s) <= 2 * dot_tol<float>(40) * mag;
+      ok = ok && std::fabs(y3(i, j) - (s3 + bias(j))) <= dot_tol<float>(40) * (mag3 + 1);
+    }
+  CHECK(ok);
+}
+
+TEST_CASE("matmul: integers and a matmul inside a larger expression", "[matmul]") {
+  Tensor<int, shape<2, 3>> a{1, 2, 3, 4, 5, 6};
+  Tensor<int, shape<3, 2>> b{7, 8, 9, 10, 11, 12};
+  Tensor<int, shape<2, 2>> c = matmul(a, b);
+  CHECK(c(0, 0) == 58);
+  CHECK(c(1, 1) == 154);
+  Tensor<float, shape<2, 2>> af{1, 2, 3, 4};
+  // Two matmuls in one expression: one drives the store, the other is materialised first.
+  Tensor<float, shape<2, 2>> d = matmul(af, af) + matmul(af, transpose(af));
+  CHECK(d(0, 0) == 7 + 5);
+  CHECK(d(1, 0) == 15 + 11);
+  Tensor<float, shape<2>> rowsums = sum(matmul(af, af), axis<1>);
+  CHECK(rowsums(1) == 15 + 22);
+}
