@@ -3,6 +3,7 @@
 // assignment, chosen at compile time from the expression type: elementwise trees run as flat (or
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
+#include "tenfold/core/trace.hpp"
 #include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/materialize.hpp"
@@ -183,6 +184,13 @@ bool aliases(const Dst& dst, const N& n, bool opaque = false) {
 
 template <class Dst, class N>
 void run(const Dst& dst, const N& n) {
+#if defined(TENFOLD_TRACE)
+  const trace::scope traced(N::str(), [] {
+    std::string s = "[";
+    for (int i = 0; i < N::rank; ++i) s += (i ? "," : "") + std::to_string(N::shape_type::dims[i]);
+    return s + "]";
+  }());
+#endif
   if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n);
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);

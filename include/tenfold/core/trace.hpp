@@ -1,0 +1,100 @@
+#pragma once
+// Tracing: with TENFOLD_TRACE defined, every evaluated loop nest (an assignment, a materialised
+// buffer, a GEMM) is recorded — the expression as its ops name it, the shape, the thread and the time —
+// and tenfold::trace::write(path) emits Chrome trace-event JSON (chrome://tracing, Perfetto). When
+// TENFOLD_TRACE is not defined, `trace::scope` is an empty type and costs nothing. Define it for the
+// whole program (every translation unit), as any macro that changes inline code must be.
+#include <string>
+
+#if defined(TENFOLD_TRACE)
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+#endif
+
+#include "tenfold/core/error.hpp"
+
+namespace tenfold::trace {
+
+#if defined(TENFOLD_TRACE)
+struct event {
+  std::string name, shape;
+  double start_us, duration_us;
+  std::size_t thread;
+};
+
+struct recorder {
+  std::mutex m;
+  std::vector<event> events;
+  const std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  static recorder& instance() {
+    static recorder r;
+    return r;
+  }
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin).count();
+  }
+};
+
+class scope {
+ public:
+  scope(std::string name, std::string shape) : name_(std::move(name)), shape_(std::move(shape)), start_(recorder::instance().now_us()) {}
+  ~scope() {
+    auto& r = recorder::instance();
+    const double end = r.now_us();
+    std::lock_guard<std::mutex> lk(r.m);
+    r.events.push_back({std::move(name_), std::move(shape_), start_, end - start_,
+                        std::hash<std::thread::id>{}(std::this_thread::get_id())});
+  }
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+
+ private:
+  std::string name_, shape_;
+  double start_;
+};
+
+inline std::vector<event> events() {
+  auto& r = recorder::instance();
+  std::lock_guard<std::mutex> lk(r.m);
+  return r.events;
+}
+inline void clear() {
+  auto& r = recorder::instance();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.events.clear();
+}
+
+inline std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+// Writes the events recorded so far as a Chrome trace-event JSON array.
+inline void write(const std::string& path) {
+  const auto ev = events();
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw error("tenfold::trace::write: cannot open '" + path + "' for writing");
+  std::fprintf(f, "[\n");
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    std::fprintf(f, "  {\"name\": \"%s\", \"cat\": \"tenfold\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %zu, \"args\": {\"shape\": \"%s\"}}%s\n",
+                 json_escape(ev[i].name).c_str(), ev[i].start_us, ev[i].duration_us, ev[i].thread % 100000,
+                 json_escape(ev[i].shape).c_str(), i + 1 < ev.size() ? "," : "");
+  std::fprintf(f, "]\n");
+  if (std::fclose(f) != 0) throw error("tenfold::trace::write: error writing '" + path + "'");
+}
+inline constexpr bool enabled = true;
+#else
+struct scope {
+  template <class... A>
+  explicit scope(A&&...) {}
+};
+inline constexpr bool enabled = false;
+#endif
+} // namespace tenfold::trace
