@@ -80,3 +80,20 @@ TEST_CASE("evaluation into existing tensors allocates nothing", "[alloc]") {
   CHECK(allocations_during([&] { eval(out, sqrt(abs(a)) * reshape<512, 1024>(transpose(t))); }) == 0);
   CHECK(allocations_during([&] { out += a; }) == 0);
 }
+
+TEST_CASE("a forward pass with a planned arena allocates nothing", "[alloc][arena]") {
+  rng g(2);
+  Tensor<float, shape<64, 32>> x = normal<shape<64, 32>>(g);
+  Tensor<float, shape<128, 32>> w1 = normal<shape<128, 32>>(g);
+  Tensor<float, shape<128>> b1 = normal<shape<128>>(g);
+  Tensor<float, shape<16, 128>> w2 = normal<shape<16, 128>>(g);
+  Tensor<float, shape<16>> b2 = normal<shape<16>>(g);
+  Tensor<float, shape<64, 16>> y;
+  auto forward = [&] { return softmax(linear(gelu(linear(x, w1, b1)), w2, b2)); };
+  using P = arena_plan<decltype(forward())>;
+  static_assert(P::buffers >= 1);
+  alignas(64) static std::byte arena[P::bytes];
+  eval(y, forward(), arena); // warm-up: the GEMM's per-thread packing buffers are made once
+  CHECK(allocations_during([&] { eval(y, forward(), arena); }) == 0);
+  CHECK(allocations_during([&] { y = forward(); }) > 0); // without an arena the hidden layer is a heap buffer
+}

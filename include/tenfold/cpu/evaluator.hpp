@@ -4,6 +4,8 @@
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/trace.hpp"
+#include "tenfold/plan/arena.hpp"
+#include <span>
 #include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/materialize.hpp"
@@ -213,21 +215,47 @@ auto as_destination(X&& x) {
 }
 } // namespace detail
 
-template <class Dst, class Src>
-void eval(Dst&& dst, Src&& src) {
-  const auto out = detail::as_destination(std::forward<Dst>(dst));
+namespace detail {
+template <class Dst, class Src, class Buffers>
+void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
+  const auto out = as_destination(std::forward<Dst>(dst));
   using O = std::remove_const_t<decltype(out)>;
   using S = typename O::shape_type;
-  auto node = detail::expand_to<S>(detail::as_node(std::forward<Src>(src)));
+  auto node = expand_to<S>(as_node(std::forward<Src>(src)));
   const bool aliased = cpu::aliases(out, node);
-  const auto prepared = cpu::materialize_root(std::move(node));
+  const auto prepared = cpu::materialize_root(std::move(node), buffers);
   if (aliased) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
-    cpu::run(detail::as_node(tmp), prepared);
-    cpu::run(out, detail::as_node(std::as_const(tmp)));
+    cpu::run(as_node(tmp), prepared);
+    cpu::run(out, as_node(std::as_const(tmp)));
     return;
   }
   cpu::run(out, prepared);
+}
+} // namespace detail
+
+// Evaluates src into dst; buffers that must materialise are allocated on the heap.
+template <class Dst, class Src>
+void eval(Dst&& dst, Src&& src) {
+  cpu::heap_buffers heap;
+  detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), heap);
+}
+
+// Evaluates src into dst with every materialised buffer placed in `arena` at its planned offset
+// (arena_plan<decltype(src)>): nothing is allocated. The arena must hold arena_plan<...>::bytes and be
+// 64-byte aligned; otherwise tenfold::error says what is wrong and nothing is evaluated.
+template <class Dst, class Src>
+void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
+  using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
+  using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
+  using P = arena_plan<N>;
+  if (index_t(arena.size()) < P::bytes)
+    throw error("tenfold::eval: the arena has " + std::to_string(arena.size()) + " bytes; this expression needs " +
+                std::to_string(P::bytes));
+  if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
+    throw error("tenfold::eval: the arena must be 64-byte aligned");
+  cpu::arena_buffers slots{arena.data(), P::offsets.data()};
+  detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }
 } // namespace tenfold
