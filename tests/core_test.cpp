@@ -193,3 +193,26 @@ TEST_CASE("row-fused reductions: softmax from its plain definition", "[core][fus
   Tensor<float, shape<6, 37>> centered = x - mean(x, axis<-1>, keepdims);
   CHECK(centered(0, 0) == Approx(x(0, 0) - [&] { double s = 0; for (int j = 0; j < 37; ++j) s += x(0, j); return s / 37; }()).margin(1e-5));
 }
+
+// Step-2 slices and flips load whole vectors and permute them (cpu/transpose.hpp); the last vector of a
+// step-2 slice must not read past the operand's end (masked load).
+template <class T, index_t N>
+void check_step2_and_flip() {
+  Tensor<T, shape<3, N>> x = reshape<3, N>(arange<T, 3 * N>(1, 1));
+  Tensor<T, shape<3, (N + 1) / 2>> even = slice<whole, range<0, N, 2>>(x);
+  Tensor<T, shape<3, N>> rev = flip<1>(x) * T(2);
+  bool ok = true;
+  for (index_t i = 0; i < 3; ++i) {
+    for (index_t j = 0; j < (N + 1) / 2; ++j) ok = ok && even(i, j) == x(i, 2 * j);
+    for (index_t j = 0; j < N; ++j) ok = ok && rev(i, j) == 2 * x(i, N - 1 - j);
+  }
+  CHECK(ok);
+}
+
+TEST_CASE("step-2 slices and flips at odd lengths", "[core][views]") {
+  check_step2_and_flip<float, 33>();
+  check_step2_and_flip<float, 63>();
+  check_step2_and_flip<float, 64>();
+  check_step2_and_flip<double, 17>();
+  check_step2_and_flip<double, 31>();
+}

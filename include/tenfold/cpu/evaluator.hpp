@@ -17,12 +17,14 @@ namespace cpu {
 // Elements below which an assignment stays on the calling thread.
 inline constexpr index_t parallel_grain = 1 << 15;
 
-// Does some leaf step through memory along the run (a transposed or strided operand)?
+// Does some leaf step through memory along the run, a cache line or more per element (a transposed
+// or widely strided operand)?
 template <class N, int K>
 constexpr bool strided_run() {
   if constexpr (detail::is_leaf_v<N>) {
+    // Small strides (a step-2 slice, a flip) read every cache line anyway: tiling would not help.
     constexpr index_t s = run_stride<N, K>();
-    return s != 0 && s != 1;
+    return s > 16 || s < -16;
   } else if constexpr (detail::is_map_node_v<N>)
     return []<class... C>(std::tuple<C...>*) { return (strided_run<C, K>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false;
@@ -108,10 +110,12 @@ void run_elementwise(const Dst& dst, const N& n) {
   using L = std::conditional_t<vec, L0, float>;
   if constexpr (S::size == 0) return;
   else {
+    // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
+    constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
-      if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type>(d, s, j, stop);
+      if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);
       else store_run_scalar(d, s, j, stop);
     };
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
@@ -137,6 +141,7 @@ void run_elementwise(const Dst& dst, const N& n) {
             row(i.data(), j0, j1);
           }
         }
+        if constexpr (stream) stream_fence();
       };
       constexpr index_t count = batches * row_tiles * col_tiles;
       if constexpr (S::size <= parallel_grain) tiles(0, count);
@@ -159,6 +164,7 @@ void run_elementwise(const Dst& dst, const N& n) {
           j = 0;
           ++o;
         }
+        if constexpr (stream) stream_fence();
       });
     }
   }

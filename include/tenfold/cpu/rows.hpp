@@ -8,6 +8,7 @@
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/ops/descriptor.hpp"
+#include "tenfold/cpu/transpose.hpp"
 #include "tenfold/plan/fusion.hpp"
 
 namespace tenfold::cpu {
@@ -138,7 +139,11 @@ struct leaf_row {
     using V = std::remove_const_t<T>;
     if constexpr (Stride == 0) return batch<L>(static_cast<L>(p[0]));
     else if constexpr (Stride == 1 && std::is_same_v<V, L>) return batch<L>::load_unaligned(p + j);
-    else if constexpr (std::is_same_v<V, L> && std::is_floating_point_v<L> &&
+    else if constexpr (std::is_same_v<V, L> && has_permuting_load<L, Stride>) {
+      // A subsampled (step 2) or reversed operand: contiguous loads and one permute; nothing outside
+      // the elements read is touched (masked load).
+      return permuting_load<L, Stride>(p + j * Stride);
+    } else if constexpr (std::is_same_v<V, L> && std::is_floating_point_v<L> &&
                        lanes<L> * (Stride < 0 ? -Stride : Stride) < (index_t(1) << 30)) {
       // A hardware gather: writing lanes to a stack buffer and reloading it would stall on store forwarding.
       using I = std::conditional_t<sizeof(L) == 4, std::int32_t, std::int64_t>;
@@ -257,14 +262,16 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
   }
 }
 // ---- storing a run ---------------------------------------------------------------------------------
-template <class T, class L, index_t Stride, class V, class Row>
+// Stream: bypass the caches with non-temporal stores (for outputs far larger than the caches).
+template <class T, class L, index_t Stride, class V, class Row, bool Stream = false>
 TENFOLD_INLINE void store_run(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
   using D = std::remove_const_t<T>;
   constexpr index_t w = lanes<L>;
   if constexpr (std::is_same_v<compute_t<D>, L> && Stride == 1) {
     for (; j + w <= stop; j += w) {
       const auto b = src.load(j);
-      if constexpr (std::is_same_v<D, L>) b.store_unaligned(dst.p + j);
+      if constexpr (std::is_same_v<D, L> && Stream) store_stream(dst.p + j, b);
+      else if constexpr (std::is_same_v<D, L>) b.store_unaligned(dst.p + j);
       else {
         alignas(default_alignment) L tmp[w];
         b.store_aligned(tmp);

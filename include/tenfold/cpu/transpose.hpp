@@ -1,7 +1,7 @@
 #pragma once
-// Square in-register transposes of W batches (W = lanes) and streaming stores: the pieces that let a
-// transposed operand be read with full-width contiguous loads. x86 versions use intrinsics; every
-// other target goes through a small stack tile.
+// Square in-register transposes of W batches (W = lanes), permuting loads for small strides, and
+// streaming stores: the pieces that let transposed, reversed and subsampled operands be read with
+// full-width contiguous loads. x86 versions use intrinsics; other targets go through a stack tile.
 #include <xsimd/xsimd.hpp>
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -65,6 +65,42 @@ TENFOLD_INLINE void store_stream(L* p, const xsimd::batch<L>& b) {
 #endif
   b.store_unaligned(p);
 }
+// W elements p[0], p[S], ..., p[(W-1) S] for S = 2 or -1 from contiguous loads and one permute, where
+// AVX-512 has the permute; `false` when it does not (the caller falls back to a gather).
+template <class L, index_t S>
+inline constexpr bool has_permuting_load =
+#if defined(__AVX512F__)
+    (S == 2 || S == -1) && (std::is_same_v<L, float> || std::is_same_v<L, double>) && xsimd::batch<L>::size * sizeof(L) == 64;
+#else
+    false;
+#endif
+
+template <class L, index_t S>
+TENFOLD_INLINE xsimd::batch<L> permuting_load(const L* p) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<L, float>) {
+    if constexpr (S == 2) {
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      // The last lane of the second load is masked off: p[31] may lie past the operand's end.
+      return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_maskz_loadu_ps(0x7FFF, p + 16));
+    } else {
+      const __m512i reverse = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+      return _mm512_permutexvar_ps(reverse, _mm512_loadu_ps(p - 15));
+    }
+  } else {
+    if constexpr (S == 2) {
+      const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+      return _mm512_permutex2var_pd(_mm512_loadu_pd(p), even, _mm512_maskz_loadu_pd(0x7F, p + 8));
+    } else {
+      const __m512i reverse = _mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+      return _mm512_permutexvar_pd(reverse, _mm512_loadu_pd(p - 7));
+    }
+  }
+#else
+  static_assert(S != S, "no permuting load on this target");
+#endif
+}
+
 TENFOLD_INLINE void stream_fence() {
 #if defined(__AVX512F__) || defined(__AVX2__)
   _mm_sfence();
