@@ -62,3 +62,20 @@ TEST_CASE("a reduction read directly is computed where it is read", "[plan]") {
     CHECK(s(i) == Approx(2 * t + m).margin(1e-5));
   }
 }
+
+TEST_CASE("views of a matmul: the matmul is buffered once and the views fold into its strides", "[plan]") {
+  rng g(23);
+  Tensor<float, shape<6, 8>> a = normal<shape<6, 8>>(g);
+  Tensor<float, shape<8, 12>> w = normal<shape<8, 12>>(g);
+  // The multi-head split of attention: [6, 12] -> [6, 3, 4] -> [3, 6, 4].
+  auto heads = permute<1, 0, 2>(reshape<6, 3, 4>(matmul(a, w)));
+  static_assert(plan_of<decltype(heads * 2.0f)>::buffers == 1);
+  static_assert(arena_plan<decltype(heads * 2.0f)>::buffers == 1);
+  Tensor<float, shape<3, 6, 4>> h = heads * 2.0f;
+  Tensor<float, shape<6, 12>> full = matmul(a, w);
+  bool ok = true;
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < 6; ++i)
+      for (int d = 0; d < 4; ++d) ok = ok && h(p, i, d) == 2 * full(i, p * 4 + d);
+  CHECK(ok);
+}

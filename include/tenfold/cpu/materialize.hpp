@@ -75,11 +75,19 @@ auto to_leaf(H&& h, Src& src) {
   return buffer;
 }
 
+// A stack of views over a heavy node: buffer the node, then apply the views innermost first.
+template <class Src, class N>
+auto buffered_view(N&& n, Src& src) {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (plan::is_view_node_v<D>) return detail::apply_view<typename D::map_type>(buffered_view(std::forward<N>(n).arg, src));
+  else return to_leaf(std::forward<N>(n), src);
+}
+
 template <class Src, class N>
 auto materialize(N&& n, Src& src) {
   using D = std::remove_cvref_t<N>;
   if constexpr (plan::materializes_v<D>) {
-    if constexpr (plan::is_view_node_v<D>) return detail::apply_view<typename D::map_type>(to_leaf(std::forward<N>(n).arg, src));
+    if constexpr (plan::is_view_node_v<D>) return buffered_view(std::forward<N>(n), src);
     else return to_leaf(std::forward<N>(n), src);
   } else if constexpr (plan::row_fused_v<D>) {
     using Rd = typename D::child_type;

@@ -65,7 +65,7 @@ constexpr void visit_prepared(arena_analysis& a, int nest) {
 template <class N>
 constexpr void visit(arena_analysis& a, int nest) {
   if constexpr (materializes_v<N>) {
-    if constexpr (is_view_node_v<N>) visit_buffer<typename N::child_type>(a, nest);
+    if constexpr (is_view_node_v<N>) visit_buffer<view_base_t<N>>(a, nest);
     else visit_buffer<N>(a, nest);
   } else if constexpr (row_fused_v<N>) {
     visit<typename N::child_type::child_type>(a, nest);

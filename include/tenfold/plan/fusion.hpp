@@ -83,12 +83,25 @@ inline constexpr bool direct_fused_v = [] {
   else return false;
 }();
 
-// Must be evaluated into a buffer before its consumer runs.
+// What a stack of views is a view of: permute(reshape(matmul(...))) looks through to the matmul.
+template <class N>
+struct view_base {
+  using type = N;
+};
+template <class M, class C>
+struct view_base<detail::view_node<M, C>> {
+  using type = typename view_base<C>::type;
+};
+template <class N>
+using view_base_t = typename view_base<N>::type;
+
+// Must be evaluated into a buffer before its consumer runs. For views of a heavy node it is the node
+// that is buffered; the views are then applied to the buffer (and fold into its strides).
 template <class N>
 inline constexpr bool materializes_v = [] {
   if constexpr (direct_fused_v<N>) return false;
   else if constexpr (is_heavy_v<N>) return true;
-  else if constexpr (is_view_node_v<N>) return is_heavy_v<typename N::child_type> && !row_fused_v<N>;
+  else if constexpr (is_view_node_v<N>) return is_heavy_v<view_base_t<N>> && !row_fused_v<N>;
   else return false;
 }();
 
@@ -120,7 +133,7 @@ constexpr counts epilogue_inside() {
 template <class N>
 constexpr counts inside() {
   if constexpr (materializes_v<N>) {
-    if constexpr (is_view_node_v<N>) return root_counts<typename N::child_type>() + counts{0, 1};
+    if constexpr (is_view_node_v<N>) return root_counts<view_base_t<N>>() + counts{0, 1};
     else return root_counts<N>() + counts{0, 1};
   } else if constexpr (row_fused_v<N>) {
     return inside<typename N::child_type::child_type>();
