@@ -146,8 +146,11 @@ struct leaf_row {
     } else if constexpr (std::is_same_v<V, L> && std::is_floating_point_v<L> &&
                        lanes<L> * (Stride < 0 ? -Stride : Stride) < (index_t(1) << 30)) {
       // A hardware gather: writing lanes to a stack buffer and reloading it would stall on store forwarding.
+      // (Called through xsimd's kernel: batch::gather in xsimd 8.1 names template arguments the
+      // AVX-512/AVX2 overloads do not take, and silently falls back to one lane at a time.)
       using I = std::conditional_t<sizeof(L) == 4, std::int32_t, std::int64_t>;
-      return batch<L>::gather(p + j * Stride, gather_offsets<I>());
+      using A = typename batch<L>::arch_type;
+      return xsimd::kernel::gather(static_cast<const L*>(p + j * Stride), gather_offsets<I>(), A{});
     } else {
       alignas(default_alignment) L tmp[lanes<L>];
       for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) * Stride]);
