@@ -42,7 +42,10 @@ TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_
       for (; j + w <= hi; j += w) a0 = Op::simd_combine(a0, row.load(j));
       alignas(default_alignment) I lane[w];
       Op::simd_merge(Op::simd_merge(a0, a1), Op::simd_merge(a2, a3)).store_aligned(lane);
-      for (index_t k = 0; k < w; ++k) acc = Op::merge(acc, lane[k]);
+      // Lanes merge as a tree: log2(w) dependent steps instead of w.
+      for (index_t step = w / 2; step >= 1; step /= 2)
+        for (index_t k = 0; k < step; ++k) lane[k] = Op::merge(lane[k], lane[k + step]);
+      acc = Op::merge(acc, lane[0]);
     }
   }
   for (; j < hi; ++j) acc = Op::combine(acc, static_cast<I>(row.scalar(j)), base + j);
