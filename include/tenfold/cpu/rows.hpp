@@ -124,6 +124,12 @@ struct simd_ok<map_node<Op, C...>, L> {
 // ---- rows ------------------------------------------------------------------------------------------
 template <class T, class L, index_t Stride>
 struct leaf_row {
+  using arch = typename batch<L>::arch_type;
+  using gather_index = std::conditional_t<sizeof(L) == 4, std::int32_t, std::int64_t>;
+  // Only AVX2 and AVX-512 have a gather kernel; other targets fill the lanes one by one.
+  static constexpr bool has_gather_kernel = requires(const L* q, xsimd::batch<gather_index> i) {
+    xsimd::kernel::gather(q, i, arch{});
+  };
   template <class I>
   static xsimd::batch<I> gather_offsets() {
     alignas(default_alignment) static constexpr auto offsets = [] {
@@ -144,13 +150,11 @@ struct leaf_row {
       // the elements read is touched (masked load).
       return permuting_load<L, Stride>(p + j * Stride);
     } else if constexpr (std::is_same_v<V, L> && std::is_floating_point_v<L> &&
-                       lanes<L> * (Stride < 0 ? -Stride : Stride) < (index_t(1) << 30)) {
+                         lanes<L> * (Stride < 0 ? -Stride : Stride) < (index_t(1) << 30) && has_gather_kernel) {
       // A hardware gather: writing lanes to a stack buffer and reloading it would stall on store forwarding.
       // (Called through xsimd's kernel: batch::gather in xsimd 8.1 names template arguments the
       // AVX-512/AVX2 overloads do not take, and silently falls back to one lane at a time.)
-      using I = std::conditional_t<sizeof(L) == 4, std::int32_t, std::int64_t>;
-      using A = typename batch<L>::arch_type;
-      return xsimd::kernel::gather(static_cast<const L*>(p + j * Stride), gather_offsets<I>(), A{});
+      return xsimd::kernel::gather(static_cast<const L*>(p + j * Stride), gather_offsets<gather_index>(), arch{});
     } else {
       alignas(default_alignment) L tmp[lanes<L>];
       for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) * Stride]);
