@@ -5,6 +5,8 @@
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/trace.hpp"
 #include "tenfold/plan/arena.hpp"
+#include <memory>
+#include <new>
 #include <span>
 #include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
@@ -181,6 +183,8 @@ bool aliases(const Dst& dst, const N& n, bool opaque = false) {
     return true;
   } else if constexpr (detail::is_map_node_v<N>) {
     return std::apply([&](const auto&... c) { return (aliases(dst, c, opaque) || ...); }, n.args);
+  } else if constexpr (detail::is_let_node_v<N>) {
+    return aliases(dst, n.value, true) || aliases(dst, n.body, opaque);
   } else if constexpr (requires { n.arg; }) {
     return aliases(dst, n.arg, true);
   } else if constexpr (requires { n.args; }) {
@@ -222,6 +226,10 @@ auto as_destination(X&& x) {
 } // namespace detail
 
 namespace detail {
+struct aligned_delete {
+  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(plan::arena_alignment)); }
+};
+
 template <class Dst, class Src, class Buffers>
 void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
   const auto out = as_destination(std::forward<Dst>(dst));
@@ -241,11 +249,17 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
 }
 } // namespace detail
 
-// Evaluates src into dst; buffers that must materialise are allocated on the heap.
+// Evaluates src into dst. Buffers that must materialise are laid out by the arena planner in one
+// block, allocated here (once, and only if the expression needs any).
 template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src) {
-  cpu::heap_buffers heap;
-  detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), heap);
+  using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
+  using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
+  using P = arena_plan<N>;
+  std::unique_ptr<std::byte[], detail::aligned_delete> block;
+  if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
+  cpu::arena_buffers slots{block.get(), P::offsets.data()};
+  detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }
 
 // Evaluates src into dst with every materialised buffer placed in `arena` at its planned offset

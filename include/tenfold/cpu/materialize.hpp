@@ -1,31 +1,42 @@
 #pragma once
 // Before an assignment runs, every subtree that plan/fusion.hpp marks as materialising is evaluated
-// into a buffer of its own and replaced by a leaf reading it; row-fused reductions stay in place.
-// Buffers come from a source: the heap (a plain `eval`), or an arena laid out at compile time by
-// plan/arena.hpp (`eval(out, expr, arena)`), which then allocates nothing. The order in which buffers
-// are taken here is the order plan/arena.hpp numbers them in: keep the two in step.
+// into a buffer of its own and replaced by a leaf reading it; row-fused reductions stay in place; a
+// let's value is evaluated once and its placeholders are pointed at it. Buffers are slots of an arena
+// laid out at compile time by plan/arena.hpp. The order in which buffers are taken here is the order
+// plan/arena.hpp numbers them in: keep the two in step.
 #include <cstddef>
 
 #include "tenfold/core/tensor.hpp"
-#include "tenfold/plan/fusion.hpp"
+#include "tenfold/plan/arena.hpp"
 
 namespace tenfold::cpu {
 
 template <class Dst, class N>
 void run(const Dst& dst, const N& n);
 
-// Each buffer is a fresh tensor, owned by the leaf that reads it.
-struct heap_buffers {
-  template <class T, class S>
-  auto take() {
-    return detail::as_node(Tensor<T, S>{});
+// The lets in scope while a tree is prepared: each tag with the buffer its placeholders read.
+struct let_scope {
+  struct entry {
+    const void* tag;
+    const void* data;
+  };
+  entry scope[plan::max_let_depth];
+  int depth = 0;
+  void push(const void* tag, const void* data) { scope[depth++] = {tag, data}; }
+  void pop() { --depth; }
+  const void* find(const void* tag) const {
+    for (int i = depth - 1; i >= 0; --i)
+      if (scope[i].tag == tag) return scope[i].data;
+    return nullptr; // unreachable: the planner rejects a placeholder outside its let at compile time
   }
 };
-// Each buffer is the next slot of a planned arena.
-struct arena_buffers {
+
+// Each buffer is the next slot of a planned arena (laid out by plan/arena.hpp).
+struct arena_buffers : let_scope {
   std::byte* base;
   const index_t* offsets;
   int next = 0;
+  arena_buffers(std::byte* b, const index_t* o) : base(b), offsets(o) {}
   template <class T, class S>
   auto take() {
     T* p = reinterpret_cast<T*>(base + offsets[next++]);
@@ -42,7 +53,7 @@ auto materialize_root(N&& n, Src& src);
 template <class Src, class X>
 auto as_operand_leaf(X&& x, Src& src) {
   using D = std::remove_cvref_t<X>;
-  if constexpr (detail::is_leaf_v<D>) return D(std::forward<X>(x));
+  if constexpr (detail::is_leaf_v<D>) return materialize(std::forward<X>(x), src);
   else {
     auto buffer = src.template take<typename D::value_type, typename D::shape_type>();
     run(buffer, materialize_root(std::forward<X>(x), src));
@@ -83,10 +94,39 @@ auto buffered_view(N&& n, Src& src) {
   else return to_leaf(std::forward<N>(n), src);
 }
 
+// Entering a let: its value is evaluated into the next buffer (or, already a tensor, read in place),
+// and its placeholders read that storage until the body is prepared.
+template <class Src, class L>
+void bind(L&& l, Src& src) {
+  using D = std::remove_cvref_t<L>;
+  using V = typename D::value_node;
+  const void* data;
+  if constexpr (D::in_place) {
+    data = materialize(std::forward<L>(l).value, src).data();
+  } else {
+    auto buffer = src.template take<typename V::value_type, typename V::shape_type>();
+    run(buffer, materialize_root(std::forward<L>(l).value, src));
+    data = buffer.data();
+  }
+  src.push(&plan::tag_id<typename D::tag_type>, data);
+}
+
 template <class Src, class N>
 auto materialize(N&& n, Src& src) {
   using D = std::remove_cvref_t<N>;
-  if constexpr (plan::materializes_v<D>) {
+  if constexpr (detail::is_let_node_v<D>) {
+    bind(std::forward<N>(n), src);
+    auto body = materialize(std::forward<N>(n).body, src);
+    src.pop();
+    return body;
+  } else if constexpr (detail::is_leaf_v<D>) {
+    if constexpr (std::is_void_v<detail::slot_of_t<D>>) return D(std::forward<N>(n));
+    else {
+      using T = typename D::element_type;
+      const void* data = src.find(&plan::tag_id<detail::slot_of_t<D>>);
+      return detail::leaf<T, typename D::shape_type, D::strides, D::offset, detail::ref_holder<T>>{{}, {static_cast<T*>(data)}};
+    }
+  } else if constexpr (plan::materializes_v<D>) {
     if constexpr (plan::is_view_node_v<D>) return buffered_view(std::forward<N>(n), src);
     else return to_leaf(std::forward<N>(n), src);
   } else if constexpr (plan::row_fused_v<D>) {
@@ -104,8 +144,10 @@ auto materialize(N&& n, Src& src) {
               {}, {materialize(std::forward<decltype(c)>(c), src)...}};
         },
         std::forward<N>(n).args);
+  } else if constexpr (plan::is_view_node_v<D> && detail::contains_let<D>()) {
+    return detail::apply_view<typename D::map_type>(materialize(std::forward<N>(n).arg, src));
   } else {
-    return D(std::forward<N>(n)); // leaves, scalars, generators, and index maps of light nodes
+    return D(std::forward<N>(n)); // scalars, generators, and index maps of light nodes
   }
 }
 
@@ -129,7 +171,12 @@ auto materialize_epilogue(N&& n, Src& src) {
 template <class Src, class N>
 auto materialize_root(N&& n, Src& src) {
   using D = std::remove_cvref_t<N>;
-  if constexpr (plan::gemm_root_v<D>) return materialize_epilogue(std::forward<N>(n), src);
+  if constexpr (detail::is_let_node_v<D>) {
+    bind(std::forward<N>(n), src);
+    auto body = materialize_root(std::forward<N>(n).body, src);
+    src.pop();
+    return body;
+  } else if constexpr (plan::gemm_root_v<D>) return materialize_epilogue(std::forward<N>(n), src);
   else if constexpr (plan::is_heavy_v<D>) return with_prepared_input(std::forward<N>(n), src);
   else return materialize(std::forward<N>(n), src);
 }

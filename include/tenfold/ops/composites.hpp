@@ -2,6 +2,9 @@
 // Composites written as plain expressions from the table's ops — no kernel of their own. Reductions
 // taken with keepdims and broadcast back are computed once per row by the evaluator, so softmax,
 // layer_norm, cross_entropy and the rest each run as one loop nest per output row.
+#include "tenfold/core/let.hpp"
+#include "tenfold/core/matmul_node.hpp"
+#include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/views.hpp"
 #include "tenfold/ops/api.hpp"
 #include "tenfold/ops/creation.hpp"
@@ -10,44 +13,68 @@ namespace tenfold {
 
 // Every composite first turns its operands into nodes (as_node owns a temporary Tensor), then uses
 // those: a named parameter bound to a temporary would otherwise be captured by reference and dangle.
+// An operand read more than once is bound with `let` when computing it costs more than reading it
+// (it holds a matmul, a reduction or a let): `layer_norm(x @ w + b)` runs the GEMM once.
+
+namespace detail {
+template <class N>
+constexpr bool costly() {
+  if constexpr (is_matmul_node_v<N> || is_reduce_node_v<N> || is_scan_node_v<N> || is_let_node_v<N>) return true;
+  else if constexpr (requires { N::args; })
+    return []<class... C>(std::tuple<C...>*) { return (false || ... || costly<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+  else if constexpr (requires { N::arg; }) return costly<std::remove_cvref_t<decltype(N::arg)>>();
+  else return false;
+}
+// body(x), with x bound by a let if it is costly to recompute.
+template <class X, class F>
+auto shared(X&& x, F&& body) {
+  auto n = as_node(std::forward<X>(x));
+  if constexpr (costly<decltype(n)>()) return let(std::move(n), std::forward<F>(body));
+  else return std::forward<F>(body)(std::move(n));
+}
+} // namespace detail
 
 // softmax(x, axis<k>) = exp(x - max) / sum(exp(x - max)); stable for any finite input.
 template <expression X, int A = -1>
 auto softmax(X&& xs, axes_t<A> ax = {}) {
-  const auto x = detail::as_node(std::forward<X>(xs));
-  auto e = exp(x - max(x, ax, keepdims));
-  return e / sum(e, ax, keepdims);
+  return detail::shared(std::forward<X>(xs), [ax](const auto& x) {
+    auto e = exp(x - max(x, ax, keepdims));
+    return e / sum(e, ax, keepdims);
+  });
 }
 
 // log_softmax(x) = (x - max) - log(sum(exp(x - max)))
 template <expression X, int A = -1>
 auto log_softmax(X&& xs, axes_t<A> ax = {}) {
-  const auto x = detail::as_node(std::forward<X>(xs));
-  auto shifted = x - max(x, ax, keepdims);
-  return shifted - log(sum(exp(shifted), ax, keepdims));
+  return detail::shared(std::forward<X>(xs), [ax](const auto& x) {
+    auto shifted = x - max(x, ax, keepdims);
+    return shifted - log(sum(exp(shifted), ax, keepdims));
+  });
 }
 
 // Layer normalisation over one axis with a two-pass variance: mean first, then the mean of squared
 // deviations (accurate when |mean| >> std). gamma and beta broadcast against x.
 template <expression X, class G, class B, int A = -1>
 auto layer_norm(X&& xs, G&& gamma, B&& beta, float eps = 1e-5f, axes_t<A> ax = {}) {
-  const auto x = detail::as_node(std::forward<X>(xs));
-  auto centered = x - mean(x, ax, keepdims);
-  return centered * rsqrt(mean(square(centered), ax, keepdims) + eps) * std::forward<G>(gamma) + std::forward<B>(beta);
+  auto g = detail::as_node(std::forward<G>(gamma));
+  auto b = detail::as_node(std::forward<B>(beta));
+  return detail::shared(std::forward<X>(xs), [ax, eps, g, b](const auto& x) {
+    auto centered = x - mean(x, ax, keepdims);
+    return centered * rsqrt(mean(square(centered), ax, keepdims) + eps) * g + b;
+  });
 }
 
 // RMS normalisation (T5, LLaMA): x / sqrt(mean(x²) + eps) * gamma.
 template <expression X, class G, int A = -1>
 auto rms_norm(X&& xs, G&& gamma, float eps = 1e-6f, axes_t<A> ax = {}) {
-  const auto x = detail::as_node(std::forward<X>(xs));
-  return x * rsqrt(mean(square(x), ax, keepdims) + eps) * std::forward<G>(gamma);
+  auto g = detail::as_node(std::forward<G>(gamma));
+  return detail::shared(std::forward<X>(xs), [ax, eps, g](const auto& x) { return x * rsqrt(mean(square(x), ax, keepdims) + eps) * g; });
 }
 
 // x / max(‖x‖₂, eps) along an axis.
 template <expression X, int A = -1>
 auto l2_normalize(X&& xs, float eps = 1e-12f, axes_t<A> ax = {}) {
-  const auto x = detail::as_node(std::forward<X>(xs));
-  return x / maximum(norm(x, ax, keepdims), eps);
+  return detail::shared(std::forward<X>(xs), [ax, eps](const auto& x) { return x / maximum(norm(x, ax, keepdims), eps); });
 }
 
 namespace detail {
@@ -87,9 +114,8 @@ auto l1_loss(A&& a, B&& b) {
 template <expression LQ, expression P>
 auto kl_div(LQ&& log_q, P&& ps) {
   constexpr index_t batch = detail::shape_of_t<LQ>::rank > 0 ? detail::shape_of_t<LQ>::dims[0] : 1;
-  const auto p = detail::as_node(std::forward<P>(ps));
-  auto terms = where(p > 0.0f, p * (log(p) - std::forward<LQ>(log_q)), 0.0f);
-  return sum(terms) / float(batch);
+  auto lq = detail::as_node(std::forward<LQ>(log_q));
+  return detail::shared(std::forward<P>(ps), [lq](const auto& p) { return sum(where(p > 0.0f, p * (log(p) - lq), 0.0f)) / float(batch); });
 }
 
 // Inverted dropout: keep each element with probability 1 - p and scale it by 1 / (1 - p). The mask

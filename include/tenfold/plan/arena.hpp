@@ -7,26 +7,55 @@
 // online first-fit in execution order is what costs other runtimes up to 2x). Two orderings are tried
 // and the smaller arena is kept. Everything is constexpr: `arena_plan<E>::bytes` can size static
 // storage or be checked with static_assert against a budget.
+#include "tenfold/core/let.hpp"
 #include "tenfold/plan/fusion.hpp"
 
 namespace tenfold::plan {
 
 inline constexpr int max_buffers = 128;
+inline constexpr int max_reads = 4 * max_buffers;
+inline constexpr int max_let_depth = 64;
 inline constexpr index_t arena_alignment = 64;
 
 struct buffer_record {
   index_t bytes = 0;
-  int own_nest = 0, reader_nest = 0;
+  int own_nest = 0;
   int first = 0, last = 0; // steps
+};
+struct read_record {
+  int buffer = 0, nest = 0;
+};
+// A let in scope: its tag, and the buffer its placeholders read (-1: the value is read in place).
+struct binding {
+  const void* tag = nullptr;
+  int buffer = -1;
 };
 
 struct arena_analysis {
   buffer_record buf[max_buffers]{};
   int count = 0;
+  read_record reads[max_reads]{};
+  int read_count = 0;
+  binding scope[max_let_depth]{};
+  int depth = 0;
   int nest_step[max_buffers + 1]{};
-  int nests = 1; // nest 0 is the root assignment
+  int nests = 0;
   int steps = 0;
+
+  constexpr void read(int b, int nest) {
+    if (read_count >= max_reads) throw "tenfold: too many buffer reads for the arena planner";
+    reads[read_count++] = {b, nest};
+  }
+  constexpr int lookup(const void* tag) const {
+    for (int i = depth - 1; i >= 0; --i)
+      if (scope[i].tag == tag) return scope[i].buffer;
+    throw "tenfold: a let placeholder is read outside the body of its let";
+  }
 };
+
+// A distinct address per type: how the constexpr planner tells lets apart.
+template <class T>
+inline constexpr char tag_id = 0;
 
 template <class N>
 constexpr index_t padded_bytes() {
@@ -39,17 +68,35 @@ template <class N> constexpr void visit_root(arena_analysis& a, int nest);
 
 // A new buffer for H (taken before its inputs, as cpu/materialize.hpp does), filled by its own nest.
 template <class H>
-constexpr void visit_buffer(arena_analysis& a, int nest) {
+constexpr int new_buffer(arena_analysis& a) {
   if (a.count >= max_buffers) throw "tenfold: too many materialised buffers for the arena planner";
   const int b = a.count++, k = a.nests++;
-  a.buf[b] = {padded_bytes<H>(), k, nest};
+  a.buf[b] = {padded_bytes<H>(), k};
   visit_root<H>(a, k);
   a.nest_step[k] = a.steps++;
+  return b;
+}
+template <class H>
+constexpr void visit_buffer(arena_analysis& a, int nest) {
+  a.read(new_buffer<H>(a), nest);
+}
+
+// Entering a let: its value gets a buffer (unless it is a tensor read in place), then its tag is in
+// scope for the body.
+template <class L>
+constexpr void bind(arena_analysis& a) {
+  using V = typename L::value_node;
+  int b = -1;
+  if constexpr (!L::in_place) b = new_buffer<V>(a);
+  else if constexpr (!std::is_void_v<detail::slot_of_t<V>>) b = a.lookup(&tag_id<detail::slot_of_t<V>>);
+  if (a.depth >= max_let_depth) throw "tenfold: lets nested too deeply for the arena planner";
+  a.scope[a.depth++] = {&tag_id<typename L::tag_type>, b};
 }
 
 template <class X>
 constexpr void visit_operand(arena_analysis& a, int nest) {
   if constexpr (!detail::is_leaf_v<X>) visit_buffer<X>(a, nest);
+  else visit<X>(a, nest);
 }
 
 template <class H>
@@ -64,7 +111,16 @@ constexpr void visit_prepared(arena_analysis& a, int nest) {
 
 template <class N>
 constexpr void visit(arena_analysis& a, int nest) {
-  if constexpr (materializes_v<N>) {
+  if constexpr (detail::is_let_node_v<N>) {
+    bind<N>(a);
+    visit<typename N::body_node>(a, nest);
+    --a.depth;
+  } else if constexpr (detail::is_leaf_v<N>) {
+    if constexpr (!std::is_void_v<detail::slot_of_t<N>>) {
+      const int b = a.lookup(&tag_id<detail::slot_of_t<N>>);
+      if (b >= 0) a.read(b, nest);
+    }
+  } else if constexpr (materializes_v<N>) {
     if constexpr (is_view_node_v<N>) visit_buffer<view_base_t<N>>(a, nest);
     else visit_buffer<N>(a, nest);
   } else if constexpr (row_fused_v<N>) {
@@ -73,6 +129,8 @@ constexpr void visit(arena_analysis& a, int nest) {
     visit_prepared<N>(a, nest);
   } else if constexpr (detail::is_map_node_v<N>) {
     []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit<C>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
+  } else if constexpr (is_view_node_v<N> && detail::contains_let<N>()) {
+    visit<typename N::child_type>(a, nest);
   }
 }
 
@@ -86,17 +144,30 @@ constexpr void visit_epilogue(arena_analysis& a, int nest) {
 
 template <class N>
 constexpr void visit_root(arena_analysis& a, int nest) {
-  if constexpr (gemm_root_v<N>) visit_epilogue<N>(a, nest);
+  if constexpr (detail::is_let_node_v<N>) {
+    bind<N>(a);
+    visit_root<typename N::body_node>(a, nest);
+    --a.depth;
+  } else if constexpr (gemm_root_v<N>) visit_epilogue<N>(a, nest);
   else if constexpr (is_heavy_v<N>) visit_prepared<N>(a, nest);
   else visit<N>(a, nest);
 }
 
-template <class N>
+// Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
+template <class... Roots>
 constexpr arena_analysis analyze() {
   arena_analysis a{};
-  visit_root<N>(a, 0);
-  a.nest_step[0] = a.steps++;
-  for (int b = 0; b < a.count; ++b) a.buf[b].first = a.nest_step[a.buf[b].own_nest], a.buf[b].last = a.nest_step[a.buf[b].reader_nest];
+  ([&] {
+    const int k = a.nests++;
+    visit_root<Roots>(a, k);
+    a.nest_step[k] = a.steps++;
+  }(), ...);
+  for (int b = 0; b < a.count; ++b) a.buf[b].first = a.buf[b].last = a.nest_step[a.buf[b].own_nest];
+  for (int r = 0; r < a.read_count; ++r) {
+    buffer_record& b = a.buf[a.reads[r].buffer];
+    const int s = a.nest_step[a.reads[r].nest];
+    b.last = b.last > s ? b.last : s;
+  }
   return a;
 }
 
@@ -169,10 +240,9 @@ constexpr index_t lower_bound(const arena_analysis& a) {
 
 namespace tenfold {
 // arena_plan<Expr>: the buffers assigning Expr needs, laid out in one arena at compile time.
-template <class E>
+template <class... E>
 struct arena_plan {
-  using node = detail::node_t<E>;
-  static constexpr plan::arena_analysis analysis = plan::analyze<node>();
+  static constexpr plan::arena_analysis analysis = plan::analyze<detail::node_t<E>...>();
   static constexpr plan::arena_layout layout = plan::plan_arena(analysis);
   static constexpr int buffers = analysis.count;
   static constexpr index_t bytes = layout.bytes;                     // the arena's size
@@ -188,6 +258,13 @@ struct arena_plan {
     return o;
   }();
 };
+template <class... E>
+inline constexpr index_t arena_bytes = arena_plan<E...>::bytes;
+
+// plan_of<Expr>: how many loop nests and materialised buffers assigning Expr to a tensor takes.
 template <class E>
-inline constexpr index_t arena_bytes = arena_plan<E>::bytes;
+struct plan_of {
+  static constexpr int nests = arena_plan<E>::analysis.nests;
+  static constexpr int buffers = arena_plan<E>::buffers;
+};
 } // namespace tenfold
