@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include "../examples/transformer_block.hpp"
+
 namespace {
 std::atomic<long> allocations{0};
 void* counted(std::size_t n, std::size_t align) {
@@ -96,4 +98,28 @@ TEST_CASE("a forward pass with a planned arena allocates nothing", "[alloc][aren
   eval(y, forward(), arena); // warm-up: the GEMM's per-thread packing buffers are made once
   CHECK(allocations_during([&] { eval(y, forward(), arena); }) == 0);
   CHECK(allocations_during([&] { y = forward(); }) > 0); // without an arena the hidden layer is a heap buffer
+}
+
+TEST_CASE("a transformer block's forward pass as a program allocates nothing", "[alloc][program]") {
+  using B = encoder_block<32, 64, 4, 128>;
+  using R = program<const B, Tensor<float, shape<32, 64>>>;
+  rng g(3);
+  const B model(g);
+  Tensor<float, shape<32, 64>> x = normal<shape<32, 64>>(g), y;
+  R run(model); // the arena is allocated here, once
+  run(y, x);    // warm-up: the GEMM's per-thread packing buffers are made once
+  CHECK(allocations_during([&] { run(y, x); }) == 0);
+  // And the statements of a stateful model run without allocating either.
+  Tensor<float, shape<1, 8>> h, x1 = normal<shape<1, 8>>(g);
+  Tensor<float, shape<8, 8>> w = normal<shape<8, 8>>(g);
+  struct cell {
+    Tensor<float, shape<1, 8>>& h;
+    Tensor<float, shape<8, 8>>& w;
+    auto state() { return std::tie(h); }
+    auto forward(const Tensor<float, shape<1, 8>>& x) { return sequence(update(h, tanh(matmul(h, w) + x)), h * 2.0f); }
+  } c{h, w};
+  program<cell, Tensor<float, shape<1, 8>>> step(c);
+  Tensor<float, shape<1, 8>> out;
+  step(out, x1);
+  CHECK(allocations_during([&] { step(out, x1); }) == 0);
 }

@@ -9,3 +9,4 @@
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
 #include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/cpu/program.hpp"

@@ -184,7 +184,7 @@ bool aliases(const Dst& dst, const N& n, bool opaque = false) {
   } else if constexpr (detail::is_map_node_v<N>) {
     return std::apply([&](const auto&... c) { return (aliases(dst, c, opaque) || ...); }, n.args);
   } else if constexpr (detail::is_let_node_v<N>) {
-    return aliases(dst, n.value, true) || aliases(dst, n.body, opaque);
+    return aliases(dst, n.body, opaque); // the value is finished in its own buffer before dst is written
   } else if constexpr (requires { n.arg; }) {
     return aliases(dst, n.arg, true);
   } else if constexpr (requires { n.args; }) {

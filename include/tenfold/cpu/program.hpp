@@ -1,0 +1,69 @@
+#pragma once
+// program<Model, Inputs...>: a model's forward pass, run on the CPU with every activation at its
+// planned offset in one arena — static storage or a buffer of the caller's, or one block allocated
+// when the program is made. Running it allocates nothing.
+#include <memory>
+#include <new>
+#include <span>
+
+#include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/plan/program.hpp"
+
+namespace tenfold {
+
+template <class Model, class... Inputs>
+class program {
+ public:
+  using plan = program_plan<Model, Inputs...>; // sizes and offsets, all compile-time
+  using output_type = typename plan::output_type;
+  static constexpr index_t arena_bytes = plan::arena_bytes;
+
+  // The arena is allocated here, once.
+  explicit program(Model& m) : model_(&m) {
+    if constexpr (arena_bytes > 0)
+      owned_.reset(static_cast<std::byte*>(::operator new[](arena_bytes, std::align_val_t(tenfold::plan::arena_alignment))));
+    arena_ = owned_.get();
+  }
+  // The arena is the caller's (static storage, a pool): it must hold arena_bytes, 64-byte aligned.
+  program(Model& m, std::span<std::byte> arena) : model_(&m), arena_(arena.data()) {
+    if (index_t(arena.size()) < arena_bytes)
+      throw error("tenfold::program: the arena has " + std::to_string(arena.size()) + " bytes; this model needs " +
+                  std::to_string(arena_bytes));
+    if (reinterpret_cast<std::uintptr_t>(arena.data()) % tenfold::plan::arena_alignment != 0)
+      throw error("tenfold::program: the arena must be 64-byte aligned");
+  }
+
+  // One forward pass: state updates in order, then the result into `out`.
+  void operator()(output_type& out, const Inputs&... in) {
+    cpu::arena_buffers slots{arena_, plan::arena::offsets.data()};
+    auto f = model_->forward(in...);
+    if constexpr (detail::is_sequence_v<decltype(f)>) {
+      std::apply(
+          [&](auto&... s) {
+            (
+                [&](auto& st) {
+                  if constexpr (detail::is_update_v<std::remove_cvref_t<decltype(st)>>) detail::eval_with(st.dst, st.root(), slots);
+                  else detail::eval_with(out, st, slots);
+                }(s),
+                ...);
+          },
+          f.statements);
+    } else {
+      detail::eval_with(out, f, slots);
+    }
+  }
+  output_type operator()(const Inputs&... in) {
+    output_type out;
+    (*this)(out, in...);
+    return out;
+  }
+
+ private:
+  struct aligned_delete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(tenfold::plan::arena_alignment)); }
+  };
+  Model* model_;
+  std::unique_ptr<std::byte[], aligned_delete> owned_;
+  std::byte* arena_ = nullptr;
+};
+} // namespace tenfold
