@@ -67,6 +67,11 @@ matrix_ref<std::remove_const_t<typename Leaf::element_type>> batch_matrix(const 
   return {l.data() + off, Leaf::strides[r - 2], Leaf::strides[r - 1]};
 }
 
+// Whether the destination can be C itself: the bare product, stored as T with contiguous rows.
+template <class Dst, class N, class Mm, class T>
+inline constexpr bool gemm_direct_v = std::is_same_v<N, Mm> && std::is_same_v<std::remove_const_t<typename Dst::element_type>, T> &&
+                                      Dst::strides[Dst::rank - 1] == 1;
+
 template <class Dst, class N>
 void run_gemm(const Dst& dst, const N& root) {
   using S = typename N::shape_type;
@@ -79,37 +84,48 @@ void run_gemm(const Dst& dst, const N& root) {
     const Mm& mm = find_matmul(root);
     constexpr index_t M = Mm::M, N_ = Mm::N, K = Mm::K;
     constexpr index_t batches = detail::product(S::dims, 0, R - 2);
-    const index_t blocks = gemm_block_count<T>(M, N_);
     using index_array = std::array<index_t, R + 1>;
     using Block = gemm_block<T, S>;
     using Tail = decltype(substitute_block(root, std::declval<Block>()));
     using L0 = typename lane_of<Tail>::type;
     constexpr bool vec = lane_type_v<L0> && simd_ok<Tail, L0>::value;
     using L = std::conditional_t<vec, L0, float>;
+    // Small products run on the calling thread: waking the pool costs more than they take.
+    constexpr double flops = 2.0 * double(M) * double(N_) * double(K);
+    const index_t threads = flops * double(batches) < 4e6 ? 1 : thread_pool::instance().size();
+    // Whole batch elements per thread when there are enough of them; otherwise each one is split.
+    const index_t parts = batches >= threads ? 1 : threads;
     auto task = [&](index_t t0, index_t t1) {
       index_array idx{};
-      for (index_t t = t0; t < t1;) {
-        const index_t b = t / blocks, first = t % blocks, last = std::min(blocks, first + (t1 - t));
+      for (index_t t = t0; t < t1; ++t) {
+        const index_t b = t / parts;
         detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
         const auto a = batch_matrix<typename Mm::a_type, R>(std::get<0>(mm.args), idx.data());
         const auto bm = batch_matrix<typename Mm::b_type, R>(std::get<1>(mm.args), idx.data());
-        gemm_blocks<T>(a, bm, M, N_, K, first, last, [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
-          const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0});
-          index_array i = idx;
-          for (index_t r = i0; r < i0 + mc; ++r) {
-            i[R - 2] = r;
-            const auto d = make_row<R - 1, L>(dst, i.data());
-            const auto s = make_row<R - 1, L>(tail, i.data());
-            if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
-            else store_run_scalar(d, s, j0, j0 + nc);
-          }
-        });
-        t += last - first;
+        const gemm_part range = gemm_split<T>(M, N_, t % parts, parts);
+        if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
+          index_t off = Dst::offset;
+          for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
+          const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
+          gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, out);
+        } else {
+          auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+            const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0});
+            index_array i = idx;
+            for (index_t r = i0; r < i0 + mc; ++r) {
+              i[R - 2] = r;
+              const auto d = make_row<R - 1, L>(dst, i.data());
+              const auto s = make_row<R - 1, L>(tail, i.data());
+              if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
+              else store_run_scalar(d, s, j0, j0 + nc);
+            }
+          };
+          gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, gemm_epilogue_out<decltype(store)>{store});
+        }
       }
     };
-    const index_t tasks = batches * blocks;
-    constexpr double flops = 2.0 * double(M) * double(N_) * double(K) * double(batches);
-    if (flops < 2e6) task(0, tasks);
+    const index_t tasks = batches * parts;
+    if (threads == 1) task(0, tasks);
     else parallel_for(tasks, 1, 1, task);
   }
 }

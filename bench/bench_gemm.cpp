@@ -1,0 +1,148 @@
+// GEMM: tenfold's matmul against OpenBLAS (cblas_sgemm) and Eigen (Matrix product), on the same buffers
+// and in the same process, plus the machine's peak measured with an FMA loop in the same run, so that
+// "% of peak" and the ratios to the peers survive a noisy, shared machine.
+//
+// Cases (f32, row-major, C = A B): square n = 4..2048; tall-skinny M = 1..16 with K = N = 4096 (the
+// inference case: a few tokens through a weight matrix). Names are gemm/<impl>/<case>; each reports
+// "flops" (2 M N K per iteration, as a rate: FLOP/s).
+//
+// Threads: tenfold's pool reads TENFOLD_NUM_THREADS once per process, so bench/run_gemm.sh runs this
+// binary once per thread count; OpenBLAS is set to the same count. Eigen (no OpenMP) is single-threaded
+// and only runs when the count is 1. With one thread the time is the benchmark thread's CPU time (robust
+// to other users of the machine); with more it is wall time.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <tenfold/tenfold.hpp>
+
+namespace tf = tenfold;
+using tf::index_t;
+
+namespace {
+
+int bench_threads() {
+  const char* e = std::getenv("TENFOLD_NUM_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : int(tf::cpu::thread_pool::instance().size());
+}
+
+template <class T, class S>
+void fill_uniform(tf::Tensor<T, S>& t, std::uint64_t seed) {
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& v : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    v = T(-1.0f + 2.0f * float(s >> 40) * 0x1p-24f);
+  }
+}
+
+template <index_t M, index_t K, index_t N>
+struct operands {
+  tf::Tensor<float, tf::shape<M, K>> a;
+  tf::Tensor<float, tf::shape<K, N>> b;
+  tf::Tensor<float, tf::shape<M, N>> c;
+  operands() { fill_uniform(a, 1), fill_uniform(b, 2); }
+  static operands& get() {
+    static operands o;
+    return o;
+  }
+};
+
+void set_rate(benchmark::State& st, double flops) {
+  st.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <index_t M, index_t K, index_t N>
+void bm_tenfold(benchmark::State& st) {
+  auto& o = operands<M, K, N>::get();
+  for (auto _ : st) {
+    o.c = tf::matmul(o.a, o.b);
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+
+template <index_t M, index_t K, index_t N>
+void bm_openblas(benchmark::State& st) {
+  auto& o = operands<M, K, N>::get();
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, o.a.data(), K, o.b.data(), N, 0.0f, o.c.data(), N);
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+
+template <index_t M, index_t K, index_t N>
+void bm_eigen(benchmark::State& st) {
+  auto& o = operands<M, K, N>::get();
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const Mat> a(o.a.data(), M, K), b(o.b.data(), K, N);
+  Eigen::Map<Mat> c(o.c.data(), M, N);
+  for (auto _ : st) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+
+// Peak: independent FMA chains (enough to cover latency x ports), one loop per pool thread.
+constexpr int fma_chains = 16;
+constexpr index_t fma_steps = 1 << 20;
+void fma_loop(float seed) {
+  using B = tf::cpu::batch<float>;
+  B acc[fma_chains];
+  for (int c = 0; c < fma_chains; ++c) acc[c] = B(seed + float(c));
+  const B x(0.999999f), y(1e-6f);
+  for (index_t s = 0; s < fma_steps; ++s)
+    for (int c = 0; c < fma_chains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+  B sum = acc[0];
+  for (int c = 1; c < fma_chains; ++c) sum += acc[c];
+  benchmark::DoNotOptimize(sum);
+}
+void bm_peak(benchmark::State& st) {
+  auto& pool = tf::cpu::thread_pool::instance();
+  auto task = [](int t) { fma_loop(float(t)); };
+  for (auto _ : st) pool.run(pool.size(), task);
+  set_rate(st, 2.0 * double(tf::cpu::batch<float>::size) * fma_chains * fma_steps * pool.size());
+}
+
+template <index_t M, index_t K, index_t N>
+void add_case(const char* label, bool single) {
+  auto reg = [&](const char* impl, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark((std::string("gemm/") + impl + "/" + label).c_str(), fn);
+    if (!single) b->UseRealTime();
+  };
+  reg("tenfold", bm_tenfold<M, K, N>);
+  reg("openblas", bm_openblas<M, K, N>);
+  if (single) reg("eigen", bm_eigen<M, K, N>);
+}
+
+template <index_t... Ns>
+void add_squares(bool single) {
+  (add_case<Ns, Ns, Ns>(("n" + std::to_string(Ns)).c_str(), single), ...);
+}
+template <index_t... Ms>
+void add_skinny(bool single) {
+  (add_case<Ms, 4096, 4096>(("m" + std::to_string(Ms) + "_k4096_n4096").c_str(), single), ...);
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  const int threads = bench_threads();
+  openblas_set_num_threads(threads);
+  const bool single = threads == 1;
+  std::printf("threads: tenfold %d, openblas %d\n", int(tf::cpu::thread_pool::instance().size()), openblas_get_num_threads());
+  auto* peak = benchmark::RegisterBenchmark("gemm/peak/fma", bm_peak);
+  if (!single) peak->UseRealTime();
+  add_squares<4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048>(single);
+  add_skinny<1, 2, 4, 8, 16>(single);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

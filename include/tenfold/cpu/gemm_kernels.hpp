@@ -1,0 +1,86 @@
+#pragma once
+// GEMM register tiles. A micro-kernel keeps an MR x NR tile of C in vector registers and, for each k,
+// loads NR/W vectors of B and broadcasts MR scalars of A into them with FMAs. The tile is sized to the
+// register file of the target xsimd compiles for:
+//  - 32 vector registers (AVX-512): 14 x 2W — 28 accumulators + 2 B vectors; A is broadcast straight
+//    from memory into the FMA (embedded broadcast), so it needs no register. Measured against 8 x 3W,
+//    12 x 2W and 6 x 4W on the bench machine: see bench/RESULTS.md.
+//  - 16 vector registers (AVX2, SSE, NEON-sized): 6 x 2W — 12 accumulators + 2 B vectors + 1 broadcast.
+// Every row count 1..MR has its own instantiation, so an M edge costs only the rows it has (M = 1, the
+// inference case, runs a 1 x NR kernel rather than a padded MR x NR one).
+#include <array>
+#include <utility>
+
+#include "tenfold/cpu/rows.hpp"
+
+namespace tenfold::cpu {
+
+template <class T>
+struct gemm_tile {
+  static constexpr index_t W = lanes<T>;
+  static constexpr bool wide_file = sizeof(batch<T>) == 64; // AVX-512: 32 registers
+  static constexpr index_t MR = wide_file ? 14 : 6;
+  static constexpr index_t NV = 2; // vectors of B per k
+  static constexpr index_t NR = NV * W;
+};
+
+// C[rows x cols] (row stride ldc) = (accumulate ? C : 0) + Apanel · Bpanel over kc, where the A panel is
+// packed k-major (a[k * Rows + r]) and B's k-th row of NR values starts at b + k * ldb (ldb = NR for a
+// packed panel; the operand's own row stride when B is read in place). cols < NR goes through a
+// register-sized buffer so that nothing past the tile is touched.
+template <class T, int Rows>
+void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols, bool accumulate) {
+  using G = gemm_tile<T>;
+  using B = batch<T>;
+  constexpr index_t W = G::W, NV = G::NV;
+  B acc[Rows][NV];
+  // C is added after the k loop, not loaded before it: its tile was last touched a whole KC slice ago
+  // and is usually out of L1 and L2, so it is prefetched now and read once the FMAs have hidden the wait.
+  if (accumulate)
+    for (int r = 0; r < Rows; ++r) {
+      __builtin_prefetch(c + r * ldc, 1);
+      __builtin_prefetch(c + r * ldc + G::NR - 1, 1);
+    }
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v) acc[r][v] = B(T(0));
+  for (index_t k = 0; k < kc; ++k) {
+    B bv[NV];
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r) {
+      const B av(a[r]);
+#pragma GCC unroll 4
+      for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+    }
+    a += Rows;
+    b += ldb;
+  }
+  if (cols == G::NR) {
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r)
+#pragma GCC unroll 4
+      for (index_t v = 0; v < NV; ++v) {
+        if (accumulate) acc[r][v] += B::load_unaligned(c + r * ldc + v * W);
+        acc[r][v].store_unaligned(c + r * ldc + v * W);
+      }
+  } else {
+    alignas(default_alignment) T tmp[G::NR];
+    for (int r = 0; r < Rows; ++r) {
+#pragma GCC unroll 4
+      for (index_t v = 0; v < NV; ++v) acc[r][v].store_aligned(tmp + v * W);
+      for (index_t j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[j] : tmp[j];
+    }
+  }
+}
+
+// The kernel for `rows` (1..MR) rows, chosen at run time from a table built at compile time.
+template <class T>
+using gemm_kernel_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, index_t, bool);
+template <class T>
+inline constexpr auto gemm_kernels = []<std::size_t... R>(std::index_sequence<R...>) {
+  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1>...};
+}(std::make_index_sequence<gemm_tile<T>::MR>{});
+} // namespace tenfold::cpu

@@ -1,0 +1,61 @@
+#pragma once
+// Packing for the GEMM: copies of A and B laid out in the order the micro-kernel reads them, so that
+// it walks memory linearly whatever the operands' strides (a transposed operand costs only a different
+// copy loop). The copy also converts (bf16 -> f32), so the kernels see one type.
+#include "tenfold/cpu/gemm_kernels.hpp"
+
+namespace tenfold::cpu {
+
+// A strided matrix operand: element (i, k) at p[i * rs + k * cs].
+template <class E>
+struct matrix_ref {
+  const E* p;
+  index_t rs, cs;
+};
+
+// A[i0 : i0+mc, k0 : k0+kc] as MR-row panels, k-major inside a panel (out[k * rows + r]). The last
+// panel keeps only its rows (a kernel with that many rows reads it), so nothing is padded.
+template <class T, class E>
+void pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR;
+  for (index_t p = 0; p < mc; p += MR) {
+    const index_t rows = std::min(MR, mc - p);
+    const E* src = a.p + (i0 + p) * a.rs + k0 * a.cs;
+    if (a.rs == 1) { // A stored transposed: the rows of a panel are adjacent for each k
+      for (index_t k = 0; k < kc; ++k, src += a.cs, out += rows)
+        for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(src[r]);
+    } else if (rows == MR) {
+      for (index_t k = 0; k < kc; ++k, src += a.cs, out += MR)
+#pragma GCC unroll 16
+        for (index_t r = 0; r < MR; ++r) out[r] = static_cast<T>(src[r * a.rs]);
+    } else {
+      for (index_t k = 0; k < kc; ++k, src += a.cs, out += rows)
+        for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(src[r * a.rs]);
+    }
+  }
+}
+
+// B[k0 : k0+kc, j0 : j0+nc] as NR-column panels of kc rows each (out[panel][k][c]); columns past nc
+// are zero so that every panel is a full vector width.
+template <class T, class E>
+void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  for (index_t q = 0; q < nc; q += NR, out += kc * NR) {
+    const index_t cols = std::min(NR, nc - q);
+    const E* src = b.p + k0 * b.rs + (j0 + q) * b.cs;
+    if (b.cs == 1 && cols == NR) { // row-major B: each k is NR adjacent values
+      for (index_t k = 0; k < kc; ++k, src += b.rs)
+#pragma GCC unroll 4
+        for (index_t c = 0; c < NR; ++c) out[k * NR + c] = static_cast<T>(src[c]);
+    } else if (b.rs == 1) { // B stored transposed ([N, K], as linear's weight): k is adjacent per column
+      for (index_t c = 0; c < cols; ++c)
+        for (index_t k = 0; k < kc; ++k) out[k * NR + c] = static_cast<T>(src[c * b.cs + k]);
+      for (index_t k = 0; k < kc; ++k)
+        for (index_t c = cols; c < NR; ++c) out[k * NR + c] = T(0);
+    } else {
+      for (index_t k = 0; k < kc; ++k, src += b.rs)
+        for (index_t c = 0; c < NR; ++c) out[k * NR + c] = c < cols ? static_cast<T>(src[c * b.cs]) : T(0);
+    }
+  }
+}
+} // namespace tenfold::cpu
