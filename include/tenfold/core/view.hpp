@@ -21,6 +21,8 @@ struct affine_map {
   using in_shape = In;
   using out_shape = Out;
   static constexpr auto src = Src;
+  static constexpr auto scale = Scale;
+  static constexpr auto off = Off;
   TENFOLD_HD static constexpr void map(const index_t* out, index_t* in) {
     for (int j = 0; j < In::rank; ++j) in[j] = Off[j] + Scale[j] * (Src[j] >= 0 ? out[Src[j]] : 0);
   }
@@ -114,6 +116,53 @@ constexpr bool reshape_folds() {
   else return false;
 }
 
+// Two views in a row are one: affine maps compose into one affine map, reshapes into one reshape.
+// A composition that maps every index to itself (transpose of a transpose) is no view at all.
+template <class Outer, class Inner>
+constexpr auto compose_affine() {
+  constexpr int r = Inner::in_shape::rank;
+  std::array<int, r> src{};
+  std::array<index_t, r> scale{}, off{};
+  for (int i = 0; i < r; ++i) {
+    const int mid = Inner::src[i];
+    src[i] = mid < 0 ? -1 : Outer::src[mid];
+    scale[i] = src[i] < 0 ? 1 : Inner::scale[i] * Outer::scale[mid];
+    off[i] = Inner::off[i] + (mid < 0 ? 0 : Inner::scale[i] * Outer::off[mid]);
+  }
+  return std::tuple{src, scale, off};
+}
+template <class Outer, class Inner>
+using composed_affine_t =
+    affine_map<typename Inner::in_shape, typename Outer::out_shape, canon(std::get<0>(compose_affine<Outer, Inner>())),
+               canon(std::get<1>(compose_affine<Outer, Inner>())), canon(std::get<2>(compose_affine<Outer, Inner>()))>;
+
+template <class Map>
+constexpr bool is_identity_map() {
+  using In = typename Map::in_shape;
+  using Out = typename Map::out_shape;
+  if constexpr (!std::is_same_v<In, Out>) return false;
+  else if constexpr (is_affine_map_v<Map>) {
+    for (int i = 0; i < In::rank; ++i)
+      if (Map::src[i] != i || Map::scale[i] != 1 || Map::off[i] != 0) return false;
+    return true;
+  } else return true; // a reshape to the same shape
+}
+
+template <class E>
+inline constexpr bool is_view_of_v = false;
+template <class M, class C>
+inline constexpr bool is_view_of_v<view_node<M, C>> = true;
+// Is D a view whose map and Map are both affine (kind 1) or both reshapes (kind 2)? (A function:
+// `if constexpr` does not short-circuit the instantiation of D::map_type.)
+template <class Map, class D>
+constexpr int composable() {
+  if constexpr (is_view_of_v<D>) {
+    if constexpr (is_affine_map_v<Map> && is_affine_map_v<typename D::map_type>) return 1;
+    else if constexpr (is_reshape_map_v<Map> && is_reshape_map_v<typename D::map_type>) return 2;
+    else return 0;
+  } else return 0;
+}
+
 template <class Map, class N>
 auto apply_view(N&& node) {
   using D = std::remove_cvref_t<N>;
@@ -134,6 +183,12 @@ auto apply_view(N&& node) {
   } else if constexpr (is_reshape_map_v<Map> && reshape_folds<D, Out>()) {
     return leaf<typename D::element_type, Out, canon(*reshape_strides(D::shape_type::dims, D::strides, Out::dims)), D::offset,
                 decltype(node.holder)>{{}, std::forward<N>(node).holder};
+  } else if constexpr (is_identity_map<Map>()) {
+    return D(std::forward<N>(node));
+  } else if constexpr (composable<Map, D>() == 1) {
+    return apply_view<composed_affine_t<Map, typename D::map_type>>(std::forward<N>(node).arg);
+  } else if constexpr (composable<Map, D>() == 2) {
+    return apply_view<reshape_map<typename D::map_type::in_shape, Out>>(std::forward<N>(node).arg);
   } else {
     return view_node<Map, D>{{}, std::forward<N>(node)};
   }

@@ -7,8 +7,23 @@
 
 namespace tenfold {
 
+// literal<V>: a constant known at compile time (`x * literal<1>` is x itself, see make_map).
+template <auto V>
+struct literal_t {
+  static constexpr auto value = V;
+};
+template <auto V>
+inline constexpr literal_t<V> literal{};
+
+namespace detail {
 template <class X>
-concept operand = expression<X> || arithmetic_scalar<X>;
+inline constexpr bool is_literal_v = false;
+template <auto V>
+inline constexpr bool is_literal_v<literal_t<V>> = true;
+} // namespace detail
+
+template <class X>
+concept operand = expression<X> || arithmetic_scalar<X> || detail::is_literal_v<std::remove_cvref_t<X>>;
 
 namespace detail {
 
@@ -29,6 +44,7 @@ using tensor_common_t = ops::promote_all_t<typename operand_value<X>::type...>;
 template <class Common, class X>
 auto to_node(X&& x) {
   if constexpr (expression<X>) return as_node(std::forward<X>(x));
+  else if constexpr (is_literal_v<std::remove_cvref_t<X>>) return to_node<Common>(std::remove_cvref_t<X>::value);
   else {
     using S = std::remove_cvref_t<X>;
     using T = std::conditional_t<(std::is_floating_point_v<S> || is_half_v<S>) && !is_floating_v<Common>, float, Common>;
@@ -42,10 +58,50 @@ auto map_of(N&&... nodes) {
   return map_node<Op, decltype(expand_to<S>(std::forward<N>(nodes)))...>{{}, {expand_to<S>(std::forward<N>(nodes))...}};
 }
 
+// Compile-time rewrites of one elementwise op: x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 and x ** 1 are x
+// (when that changes neither the shape nor the element type); x ** 2 is square(x).
+template <auto V, class X>
+constexpr bool literal_is() {
+  if constexpr (is_literal_v<X>) return X::value == V;
+  else return false;
+}
 template <class Op, class... X>
-auto make_map(X&&... x) {
+constexpr int identity_operand() {
+  if constexpr (sizeof...(X) != 2) return -1;
+  else {
+    using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<X...>>>;
+    using B = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<X...>>>;
+    if constexpr (std::is_same_v<Op, ops::mul>) return literal_is<1, B>() ? 0 : literal_is<1, A>() ? 1 : -1;
+    else if constexpr (std::is_same_v<Op, ops::add>) return literal_is<0, B>() ? 0 : literal_is<0, A>() ? 1 : -1;
+    else if constexpr (std::is_same_v<Op, ops::sub>) return literal_is<0, B>() ? 0 : -1;
+    else if constexpr (std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::pow>) return literal_is<1, B>() ? 0 : -1;
+    else return -1;
+  }
+}
+
+template <class Op, class... X>
+auto make_map_plain(X&&... x) {
   using Common = tensor_common_t<X...>;
   return map_of<Op>(to_node<Common>(std::forward<X>(x))...);
+}
+
+template <class Op, class... X>
+auto make_map(X&&... x) {
+  constexpr int k = identity_operand<Op, X...>();
+  if constexpr (k >= 0) {
+    using Kept = std::tuple_element_t<k, std::tuple<X...>>;
+    using Full = decltype(make_map_plain<Op>(std::declval<X>()...));
+    if constexpr (std::is_same_v<typename node_t<Kept>::value_type, typename Full::value_type> &&
+                  std::is_same_v<typename node_t<Kept>::shape_type, typename Full::shape_type>)
+      return as_node(std::get<k>(std::forward_as_tuple(std::forward<X>(x)...)));
+    else return make_map_plain<Op>(std::forward<X>(x)...);
+  } else if constexpr (std::is_same_v<Op, ops::pow> && sizeof...(X) == 2) {
+    if constexpr (literal_is<2, std::remove_cvref_t<std::tuple_element_t<1, std::tuple<X...>>>>())
+      return make_map_plain<ops::square>(std::get<0>(std::forward_as_tuple(std::forward<X>(x)...)));
+    else return make_map_plain<Op>(std::forward<X>(x)...);
+  } else {
+    return make_map_plain<Op>(std::forward<X>(x)...);
+  }
 }
 } // namespace detail
 

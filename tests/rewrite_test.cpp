@@ -1,0 +1,64 @@
+// Compile-time rewrites: the expression types are checked with std::is_same, the values against the
+// unrewritten arithmetic.
+#include <catch2/catch.hpp>
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+
+namespace {
+Tensor<float, shape<4, 6>> x;
+Tensor<float, shape<6, 5>> w;
+Tensor<std::int32_t, shape<4, 6>> n;
+template <class A, class B>
+constexpr bool same = std::is_same_v<detail::node_t<A>, detail::node_t<B&>>; // B&: a named tensor is referenced
+} // namespace
+
+// x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1: the operand itself.
+static_assert(same<decltype(x * literal<1>), decltype(x)>);
+static_assert(same<decltype(literal<1.0f> * x), decltype(x)>);
+static_assert(same<decltype(x / literal<1>), decltype(x)>);
+static_assert(same<decltype(x + literal<0>), decltype(x)>);
+static_assert(same<decltype(literal<0.0f> + x), decltype(x)>);
+static_assert(same<decltype(x - literal<0>), decltype(x)>);
+static_assert(same<decltype(pow(x, literal<1>)), decltype(x)>);
+static_assert(same<decltype(exp(x) * literal<1> + literal<0>), decltype(exp(x))>);
+// x ** 2 is square(x); other literals stay an ordinary multiply.
+static_assert(same<decltype(pow(x, literal<2>)), decltype(square(x))>);
+static_assert(!same<decltype(x * literal<2>), decltype(x)>);
+// Not when it would change the element type: an int tensor times a float 1 is a float expression.
+static_assert(!same<decltype(n * literal<1.0f>), decltype(n)>);
+static_assert(same<decltype(n * literal<1>), decltype(n)>);
+// 0 - x is not x.
+static_assert(!same<decltype(literal<0> - x), decltype(x)>);
+
+// Views: a transpose of a transpose, a reshape of a reshape and an identity permute are no view at
+// all, on tensors (folded into strides) and on computed values (composed index maps) alike.
+static_assert(same<decltype(transpose(transpose(x))), decltype(x)>);
+static_assert(same<decltype(permute<0, 1>(x)), decltype(x)>);
+static_assert(same<decltype(reshape<4, 6>(reshape<24>(x))), decltype(x)>);
+static_assert(same<decltype(reshape<2, 12>(reshape<3, 8>(x))), decltype(reshape<2, 12>(x))>);
+static_assert(same<decltype(transpose(transpose(matmul(x, w)))), decltype(matmul(x, w))>);
+static_assert(same<decltype(reshape<4, 5>(reshape<20>(matmul(x, w)))), decltype(matmul(x, w))>);
+static_assert(same<decltype(permute<1, 0>(permute<1, 0>(sum(x, axis<1>, keepdims)))), decltype(sum(x, axis<1>, keepdims))>);
+// Two slices of a computed value compose into one view.
+static_assert(same<decltype(slice<range<1, 3>>(slice<range<1, 4>>(matmul(x, w)))), decltype(slice<range<2, 4>>(matmul(x, w)))>);
+
+TEST_CASE("rewritten expressions compute what they stand for", "[rewrite]") {
+  rng g(31);
+  x = normal<shape<4, 6>>(g);
+  w = normal<shape<6, 5>>(g);
+  Tensor<float, shape<4, 6>> a = exp(x) * literal<1> + literal<0>, b = exp(x);
+  CHECK(std::equal(a.begin(), a.end(), b.begin()));
+  Tensor<float, shape<4, 6>> p = pow(x, literal<2>), s = x * x;
+  CHECK(std::equal(p.begin(), p.end(), s.begin()));
+  Tensor<float, shape<4, 6>> d = x * literal<2> - literal<0.5f>;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) CHECK(d(i, j) == 2 * x(i, j) - 0.5f);
+  Tensor<float, shape<2, 5>> sl = slice<range<1, 3>>(slice<range<1, 4>>(matmul(x, w)));
+  Tensor<float, shape<4, 5>> m = matmul(x, w);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 5; ++j) CHECK(sl(i, j) == m(i + 2, j));
+  Tensor<float, shape<5, 4>> t = transpose(matmul(x, w) * literal<1>);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j) CHECK(t(j, i) == m(i, j));
+}
