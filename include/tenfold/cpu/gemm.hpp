@@ -24,6 +24,8 @@ struct gemm_blocking {
   static constexpr index_t MC = G::MR * 24;
   // A KC x NC block of B (1 MiB in f32) is read once per MC block, from L2 or L3.
   static constexpr index_t NC = G::NR * 32;
+  // B read in place (not packed) when a range has at most this many rows, in slices of this many k.
+  static constexpr index_t MR_in_place = 2 * G::MR, KC_in_place = 32;
 };
 
 // Per-thread packing and scratch buffers, grown to the largest size asked for and then kept: evaluation
@@ -75,15 +77,21 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t K, ind
   constexpr index_t MR = G::MR, NR = G::NR;
   auto& ws = gemm_workspace<T>::local();
   const auto& kernels = gemm_kernels<T>;
-  for (index_t j0 = c0; j0 < c1; j0 += Bk::NC) {
-    const index_t nc = std::min(Bk::NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
+  // A few rows (the inference case: M = 1..16 tokens through a weight matrix) use each value of B once
+  // or twice, so packing B would only add a pass over it: the kernels read a row-major B in place, in
+  // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
+  const bool b_in_place = std::is_same_v<EB, T> && b.cs == 1 && r1 - r0 <= Bk::MR_in_place;
+  const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
+  for (index_t j0 = c0; j0 < c1; j0 += NC) {
+    const index_t nc = std::min(NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
     // Scratch C spans every row of the range, so each block is finished before its epilogue runs.
     T* scratch = Out::direct ? nullptr : ws.c.get((r1 - r0) * np);
-    for (index_t k0 = 0; k0 == 0 || k0 < K; k0 += Bk::KC) {
-      const index_t kc = std::min(Bk::KC, K - k0);
+    for (index_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
+      const index_t kc = std::min(KC, K - k0);
       const bool last = k0 + kc >= K;
-      T* bp = ws.b.get(kc * np);
-      pack_b<T>(b, k0, kc, j0, nc, bp);
+      const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
+      T* bp = ws.b.get(kc * (np - full));
+      pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
       for (index_t i0 = r0; i0 < r1; i0 += Bk::MC) {
         const index_t mc = std::min(Bk::MC, r1 - i0);
         T* ap = ws.a.get(mc * kc);
@@ -95,8 +103,10 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t K, ind
         for (index_t q = 0; q < nc; q += NR) {
           // Scratch rows are padded to whole panels; the destination is not.
           const index_t cols = Out::direct ? std::min(NR, nc - q) : NR;
+          const T* bq = q < full ? reinterpret_cast<const T*>(b.p) + k0 * b.rs + j0 + q : bp + (q - full) * kc;
+          const index_t ldb = q < full ? b.rs : NR;
           for (index_t p = 0; p < mc; p += MR)
-            kernels[std::min(MR, mc - p) - 1](ap + p * kc, bp + q * kc, NR, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
+            kernels[std::min(MR, mc - p) - 1](ap + p * kc, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
         }
         if constexpr (!Out::direct)
           if (last) out.epilogue(static_cast<const T*>(cblk), ldc, i0, mc, j0, nc);

@@ -3,6 +3,7 @@
 // GEMM runs per batch element and block, and the root expression — with the matmul replaced by the
 // finished block — is evaluated for that block's rows in the store.
 #include "tenfold/cpu/gemm.hpp"
+#include "tenfold/cpu/gemm_small.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/plan/fusion.hpp"
@@ -72,6 +73,17 @@ template <class Dst, class N, class Mm, class T>
 inline constexpr bool gemm_direct_v = std::is_same_v<N, Mm> && std::is_same_v<std::remove_const_t<typename Dst::element_type>, T> &&
                                       Dst::strides[Dst::rank - 1] == 1;
 
+// The small static path (cpu/gemm_small.hpp) for operands of T with contiguous rows of B.
+template <class Mm, class T>
+constexpr bool use_small_gemm() {
+  using LA = typename Mm::a_type;
+  using LB = typename Mm::b_type;
+  if constexpr (!std::is_same_v<std::remove_const_t<typename LA::element_type>, T> ||
+                !std::is_same_v<std::remove_const_t<typename LB::element_type>, T>)
+    return false;
+  else return small_gemm_v<T, Mm::M, Mm::N, Mm::K, LB::strides[LB::rank - 1]>;
+}
+
 template <class Dst, class N>
 void run_gemm(const Dst& dst, const N& root) {
   using S = typename N::shape_type;
@@ -93,8 +105,9 @@ void run_gemm(const Dst& dst, const N& root) {
     // Small products run on the calling thread: waking the pool costs more than they take.
     constexpr double flops = 2.0 * double(M) * double(N_) * double(K);
     const index_t threads = flops * double(batches) < 4e6 ? 1 : thread_pool::instance().size();
+    constexpr bool small = use_small_gemm<Mm, T>();
     // Whole batch elements per thread when there are enough of them; otherwise each one is split.
-    const index_t parts = batches >= threads ? 1 : threads;
+    const index_t parts = batches >= threads || small ? 1 : threads;
     auto task = [&](index_t t0, index_t t1) {
       index_array idx{};
       for (index_t t = t0; t < t1; ++t) {
@@ -103,23 +116,37 @@ void run_gemm(const Dst& dst, const N& root) {
         const auto a = batch_matrix<typename Mm::a_type, R>(std::get<0>(mm.args), idx.data());
         const auto bm = batch_matrix<typename Mm::b_type, R>(std::get<1>(mm.args), idx.data());
         const gemm_part range = gemm_split<T>(M, N_, t % parts, parts);
-        if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
-          index_t off = Dst::offset;
-          for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
+        index_t off = Dst::offset;
+        for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
+        // Stores a finished block of C through the consumer expression (the epilogue).
+        auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+          const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0});
+          index_array i = idx;
+          for (index_t r = i0; r < i0 + mc; ++r) {
+            i[R - 2] = r;
+            const auto d = make_row<R - 1, L>(dst, i.data());
+            const auto s = make_row<R - 1, L>(tail, i.data());
+            if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
+            else store_run_scalar(d, s, j0, j0 + nc);
+          }
+        };
+        if constexpr (small) {
+          using LA = typename Mm::a_type;
+          using LB = typename Mm::b_type;
+          constexpr index_t ars = LA::strides[LA::rank - 2], acs = LA::strides[LA::rank - 1], brs = LB::strides[LB::rank - 2];
+          const T* ap = reinterpret_cast<const T*>(a.p);
+          const T* bp = reinterpret_cast<const T*>(bm.p);
+          if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
+            small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, dst.data() + off, Dst::strides[R - 2]);
+          } else {
+            alignas(default_alignment) T c[M * N_];
+            small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, c, N_);
+            store(c, N_, 0, M, 0, N_);
+          }
+        } else if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
           const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
           gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, out);
         } else {
-          auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
-            const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0});
-            index_array i = idx;
-            for (index_t r = i0; r < i0 + mc; ++r) {
-              i[R - 2] = r;
-              const auto d = make_row<R - 1, L>(dst, i.data());
-              const auto s = make_row<R - 1, L>(tail, i.data());
-              if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
-              else store_run_scalar(d, s, j0, j0 + nc);
-            }
-          };
           gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, gemm_epilogue_out<decltype(store)>{store});
         }
       }

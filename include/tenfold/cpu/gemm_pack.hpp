@@ -40,14 +40,23 @@ void pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t 
 template <class T, class E>
 void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
   constexpr index_t NR = gemm_tile<T>::NR;
-  for (index_t q = 0; q < nc; q += NR, out += kc * NR) {
+  const index_t full = b.cs == 1 ? nc / NR * NR : 0;
+  if (full > 0) {
+    // Row-major B: read each row of the block left to right (a stream the prefetcher follows, where
+    // panel by panel would jump a whole row stride every NR values) and deal it out to the panels.
+    for (index_t k = 0; k < kc; ++k) {
+      const E* src = b.p + (k0 + k) * b.rs + j0;
+      T* dst = out + k * NR;
+      for (index_t q = 0; q < full; q += NR, dst += kc * NR)
+#pragma GCC unroll 4
+        for (index_t c = 0; c < NR; ++c) dst[c] = static_cast<T>(src[q + c]);
+    }
+  }
+  out += full * kc;
+  for (index_t q = full; q < nc; q += NR, out += kc * NR) {
     const index_t cols = std::min(NR, nc - q);
     const E* src = b.p + k0 * b.rs + (j0 + q) * b.cs;
-    if (b.cs == 1 && cols == NR) { // row-major B: each k is NR adjacent values
-      for (index_t k = 0; k < kc; ++k, src += b.rs)
-#pragma GCC unroll 4
-        for (index_t c = 0; c < NR; ++c) out[k * NR + c] = static_cast<T>(src[c]);
-    } else if (b.rs == 1) { // B stored transposed ([N, K], as linear's weight): k is adjacent per column
+    if (b.rs == 1) { // B stored transposed ([N, K], as linear's weight): k is adjacent per column
       for (index_t c = 0; c < cols; ++c)
         for (index_t k = 0; k < kc; ++k) out[k * NR + c] = static_cast<T>(src[c * b.cs + k]);
       for (index_t k = 0; k < kc; ++k)
