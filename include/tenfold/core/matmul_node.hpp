@@ -52,7 +52,7 @@ struct matmul_node : node_tag {
   TENFOLD_HD static void operand_index(const index_t* out, index_t row, index_t col, index_t* in) {
     for (int i = 0; i + 2 < S::rank; ++i) {
       const int o = rank - S::rank + i;
-      in[i] = S::dims[i] == 1 ? 0 : out[o];
+      in[i] = extent<S>(i) == 1 ? 0 : out[o];
     }
     in[S::rank - 2] = row;
     in[S::rank - 1] = col;

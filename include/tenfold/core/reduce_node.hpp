@@ -66,7 +66,7 @@ struct reduce_node : node_tag {
       acc = Op::combine(acc, static_cast<input_t>(arg.at(in)), n);
       for (int i = C::rank - 1; i >= 0; --i) { // odometer over the reduced axes
         if (!Mask[i]) continue;
-        if (++in[i] < input_shape::dims[i]) break;
+        if (++in[i] < extent<input_shape>(i)) break;
         in[i] = 0;
       }
     }

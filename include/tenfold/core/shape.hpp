@@ -180,12 +180,23 @@ struct index_of<S, std::integer_sequence<int, I...>> {
   using type = dims_t<S::rank>;
 };
 
+// Extent i of S for a run-time i, in code that may run on a CUDA device: nvcc keeps a static constexpr
+// array member (shape::dims) in host memory only, but it does emit template parameter objects.
+template <auto A>
+TENFOLD_HD constexpr auto element_of(int i) {
+  return A[i];
+}
+template <class S>
+TENFOLD_HD constexpr index_t extent(int i) {
+  return element_of<canon(S::dims)>(i);
+}
+
 // Row-major linear index <-> multi-index.
 template <class S>
 TENFOLD_HD constexpr void unravel(index_t linear, index_t* idx) {
   for (int i = S::rank - 1; i >= 0; --i) {
-    idx[i] = linear % S::dims[i];
-    linear /= S::dims[i];
+    idx[i] = linear % extent<S>(i);
+    linear /= extent<S>(i);
   }
 }
 } // namespace detail

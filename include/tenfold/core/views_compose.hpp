@@ -15,8 +15,14 @@ namespace tenfold {
 namespace detail {
 
 // Returned only after a static_assert has already reported the misuse.
+// (Through a member type: nvcc's front end folds an alias that ignores its parameter and then loses
+// the pack expansion `invalid_part<N>...`.)
 template <index_t>
-using invalid_part = invalid_view; // split's parts, so that a structured binding adds no error of its own
+struct invalid_part_of {
+  using type = invalid_view;
+};
+template <index_t N>
+using invalid_part = typename invalid_part_of<N>::type; // split's parts: a structured binding adds no error
 
 template <class S>
 constexpr index_t extent_or_zero(int axis) {
@@ -56,7 +62,7 @@ struct pad_node : node_tag {
     index_t in[rank > 0 ? rank : 1];
     for (int i = 0; i < rank; ++i) {
       in[i] = idx[i] - Pads[2 * i];
-      if (in[i] < 0 || in[i] >= input_shape::dims[i]) return value;
+      if (in[i] < 0 || in[i] >= extent<input_shape>(i)) return value;
     }
     return arg.at(in);
   }
@@ -223,7 +229,7 @@ struct tile_map {
   using in_shape = In;
   using out_shape = Out;
   TENFOLD_HD static constexpr void map(const index_t* out, index_t* in) {
-    for (int j = 0; j < In::rank; ++j) in[j] = In::dims[j] > 1 ? out[Out::rank - In::rank + j] % In::dims[j] : 0;
+    for (int j = 0; j < In::rank; ++j) in[j] = extent<In>(j) > 1 ? out[Out::rank - In::rank + j] % extent<In>(j) : 0;
   }
 };
 

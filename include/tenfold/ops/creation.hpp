@@ -33,7 +33,7 @@ namespace detail {
 template <class S>
 TENFOLD_HD constexpr index_t linear_index(const index_t* idx) {
   index_t l = 0;
-  for (int i = 0; i < S::rank; ++i) l = l * S::dims[i] + idx[i];
+  for (int i = 0; i < S::rank; ++i) l = l * extent<S>(i) + idx[i];
   return l;
 }
 template <class T>

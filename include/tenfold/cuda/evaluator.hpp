@@ -1,0 +1,183 @@
+#pragma once
+// The CUDA evaluator: cuda::eval(dst, expr[, arena][, stream]) and cuda::Tensor assignment. The plan is
+// plan/'s, as on the CPU: materialised values first (one kernel each, into the program's arena, in the
+// planner's order), then one kernel for the root, chosen at compile time from its type:
+//   - an elementwise root over one matmul      -> the GEMM, the root applied in its store (cuda/gemm.hpp)
+//   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
+//   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
+//   - a scan                                   -> a thread per scanned line
+//   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
+// All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
+#include "tenfold/cuda/gemm.hpp"
+#include "tenfold/cuda/materialize.hpp"
+#include "tenfold/cuda/rows.hpp"
+
+namespace tenfold::cuda {
+namespace detail {
+
+// Every leaf of a tree handed to a kernel must refer to device memory.
+template <class N>
+constexpr bool device_tree() {
+  if constexpr (tenfold::detail::is_leaf_v<N>) return is_device_leaf_v<N>;
+  else if constexpr (requires { N::args; })
+    return []<class... C>(std::tuple<C...>*) { return (device_tree<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else if constexpr (requires { N::arg; }) return device_tree<std::remove_cvref_t<decltype(N::arg)>>();
+  else return true; // scalars, generators
+}
+
+// One thread per scanned line, walking it in order (a scan's combine is sequential by definition).
+struct scan_body {
+  static constexpr int max_threads = elementwise_block;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& n);
+};
+template <class Dst, class N>
+__device__ void scan_body::run(const Dst& dst, const N& n) {
+  using S = typename N::shape_type;
+  using C = typename N::child_type;
+  using D = typename Dst::value_type;
+  using I = typename N::input_t;
+  constexpr int axis = N::axis;
+  constexpr index_t len = S::dims[axis], lines = S::size / (len ? len : 1);
+  for (index_t line = index_t(blockIdx.x) * blockDim.x + threadIdx.x; line < lines; line += index_t(gridDim.x) * blockDim.x) {
+    // The line's index with the scanned axis removed, then walked along it.
+    index_t idx[S::rank];
+    index_t rest = line;
+    for (int i = S::rank - 1; i >= 0; --i) {
+      if (i == axis) continue;
+      idx[i] = rest % tenfold::detail::extent<S>(i);
+      rest /= tenfold::detail::extent<S>(i);
+    }
+    I acc = N::op_type::template identity<I>();
+    for (index_t k = 0; k < len; ++k) {
+      idx[axis] = k;
+      acc = N::op_type::combine(acc, static_cast<I>(n.arg.at(idx)), k);
+      dst.data()[Dst::offset_of(idx)] = convert<D>(static_cast<compute_t<typename N::value_type>>(acc));
+    }
+  }
+}
+
+template <class Dst, class N>
+void run(const Dst& dst, const N& n, stream_ref s) {
+  static_assert(device_tree<N>(), "tenfold::cuda: an operand refers to host memory; copy it to the device first "
+                                  "(cuda::to_device) and use the device tensor's expr()");
+  using S = typename N::shape_type;
+  if constexpr (S::size == 0) return;
+  else if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n, s);
+  else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
+    if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
+    else run_elementwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours
+  } else if constexpr (tenfold::detail::is_scan_node_v<N>) {
+    constexpr launch_shape l = elementwise_launch(S::size / S::dims[N::axis], 1);
+    launch<scan_body>(l.grid, l.block, s, dst, n, "tenfold::cuda scan kernel");
+  } else if constexpr (needs_rows<N>()) run_rows(dst, n, s);
+  else run_elementwise(dst, n, s);
+}
+
+// Does the destination's memory appear in the tree under another index map? (Host-side pointer check.)
+template <class Dst, class N>
+bool aliases(const Dst& dst, const N& n, bool opaque = false) {
+  if constexpr (tenfold::detail::is_leaf_v<N>) {
+    if (static_cast<const void*>(n.data()) != static_cast<const void*>(dst.data())) return false;
+    if constexpr (N::rank == Dst::rank) {
+      if (!opaque && N::strides == Dst::strides && N::offset == Dst::offset) return false;
+    }
+    return true;
+  } else if constexpr (tenfold::detail::is_map_node_v<N>) {
+    return std::apply([&](const auto&... c) { return (detail::aliases(dst, c, opaque) || ...); }, n.args);
+  } else if constexpr (tenfold::detail::is_let_node_v<N>) {
+    return aliases(dst, n.value, true) || aliases(dst, n.body, opaque);
+  } else if constexpr (requires { n.arg; }) {
+    return aliases(dst, n.arg, true);
+  } else if constexpr (requires { n.args; }) {
+    return std::apply([&](const auto&... c) { return (aliases(dst, c, true) || ...); }, n.args);
+  } else {
+    return false;
+  }
+}
+
+template <class X>
+auto device_destination(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (requires { x.out(); }) {
+    static_assert(std::is_lvalue_reference_v<X>, "tenfold::cuda::eval: the destination must be an lvalue tensor");
+    return x.out();
+  } else {
+    static_assert(is_device_leaf_v<D> && !std::is_const_v<typename D::element_type>,
+                  "tenfold::cuda::eval: the destination must be a cuda::Tensor or a writable device view of one");
+    return D(x);
+  }
+}
+
+template <class Dst, class Src>
+using root_node_t = decltype(tenfold::detail::expand_to<typename std::remove_const_t<decltype(device_destination(std::declval<Dst>()))>::shape_type>(
+    tenfold::detail::as_node(std::declval<Src>())));
+
+template <class Dst, class Src>
+void eval_in(Dst&& dst, Src&& src, std::byte* arena, stream_ref s) {
+  const auto out = device_destination(std::forward<Dst>(dst));
+  using O = std::remove_const_t<decltype(out)>;
+  using S = typename O::shape_type;
+  auto node = tenfold::detail::expand_to<S>(tenfold::detail::as_node(std::forward<Src>(src)));
+  using P = arena_plan<decltype(node)>;
+  const bool aliased = aliases(out, node);
+  arena_slots slots{arena, P::offsets.data(), P::buffers};
+  const auto prepared = materialize_root(std::move(node), slots, s);
+  if (aliased) {
+    // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
+    Tensor<typename O::value_type, S> tmp;
+    run(tmp.out(), prepared, s);
+    run(out, tmp.expr(), s);
+    return;
+  }
+  run(out, prepared, s);
+}
+} // namespace detail
+
+// One device allocation holding every materialised buffer of a program (plan/arena.hpp lays it out at
+// compile time). Make it once, with arena_for<Expr>() or a byte count, and pass it to every eval.
+class arena {
+ public:
+  arena() = default;
+  explicit arena(std::size_t bytes) : buffer_(bytes) {}
+  std::byte* data() const noexcept { return buffer_.data(); }
+  std::size_t size() const noexcept { return buffer_.size(); }
+
+ private:
+  device_buffer buffer_;
+};
+
+// The arena an assignment of `Src` to `Dst` needs (Dst: the destination tensor type).
+template <class Dst, class Src>
+inline constexpr index_t arena_bytes_for = arena_plan<detail::root_node_t<Dst&, Src>>::bytes;
+
+// Evaluates src into dst (a cuda::Tensor or a writable device view), materialised buffers in `a`.
+template <class Dst, class Src>
+void eval(Dst&& dst, Src&& src, const arena& a, stream_ref s = {}) {
+  using P = arena_plan<detail::root_node_t<Dst, Src>>;
+  if (index_t(a.size()) < P::bytes)
+    throw error("tenfold::cuda::eval: the arena has " + std::to_string(a.size()) + " bytes; this expression needs " +
+                std::to_string(P::bytes));
+  detail::eval_in(std::forward<Dst>(dst), std::forward<Src>(src), a.data(), s);
+}
+
+// Evaluates src into dst. An expression that materialises buffers gets one stream-ordered allocation
+// for all of them (from the driver's pool: no device-wide synchronisation), released after its kernels.
+template <class Dst, class Src>
+void eval(Dst&& dst, Src&& src, stream_ref s) {
+  using P = arena_plan<detail::root_node_t<Dst, Src>>;
+  if constexpr (P::bytes == 0) {
+    detail::eval_in(std::forward<Dst>(dst), std::forward<Src>(src), nullptr, s);
+  } else {
+    void* p = nullptr;
+    TENFOLD_CUDA_CHECK(cudaMallocAsync(&p, std::size_t(P::bytes), s.handle));
+    try {
+      detail::eval_in(std::forward<Dst>(dst), std::forward<Src>(src), static_cast<std::byte*>(p), s);
+    } catch (...) {
+      (void)cudaFreeAsync(p, s.handle);
+      throw;
+    }
+    TENFOLD_CUDA_CHECK(cudaFreeAsync(p, s.handle));
+  }
+}
+} // namespace tenfold::cuda

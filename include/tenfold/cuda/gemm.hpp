@@ -1,0 +1,370 @@
+#pragma once
+// GEMM: matmul at the root of an assignment, with the elementwise consumers around it (plan::gemm_root_v:
+// bias, activation, residual, scaling) applied to each finished tile before it is stored — the same
+// fused epilogue as the CPU path. Batched over the output's leading axes (operand batch axes broadcast).
+//  - bf16 x bf16 and f16 x f16: tensor cores (wmma 16x16x16), f32 accumulation. 128x128x32 block tiles,
+//    8 warps of 64x32, the next K slice loaded into registers while the current one is multiplied.
+//  - anything else (f32, f64, integers, mixed types): a tiled SIMT kernel in the compute type,
+//    64x64x16 tiles, 4x4 outputs per thread, accumulating in the compute type as the CPU does.
+// Operands are device leaves with any static strides (a transposed weight is read in place); tiles are
+// read with 16-byte loads where the operand's inner axis is contiguous and aligned.
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include "tenfold/core/matmul_node.hpp"
+#include "tenfold/cuda/elementwise.hpp"
+#include "tenfold/plan/fusion.hpp"
+
+namespace tenfold::cuda::detail {
+
+// The matmul inside a GEMM root (the root itself, or its one matmul through elementwise nodes).
+template <class N>
+struct gemm_of {
+  using type = N;
+};
+template <class N>
+  requires tenfold::detail::is_map_node_v<N>
+struct gemm_of<N> {
+  template <class... C>
+  static auto pick(std::tuple<C...>*) {
+    return std::type_identity<typename gemm_of<std::tuple_element_t<first_matmul<C...>(), std::tuple<C...>>>::type>{};
+  }
+  template <class... C>
+  static constexpr std::size_t first_matmul() {
+    constexpr bool has[] = {(plan::epilogue_matmuls<C>() == 1)...};
+    for (std::size_t i = 0; i < sizeof...(C); ++i)
+      if (has[i]) return i;
+    return 0;
+  }
+  using type = typename decltype(pick(static_cast<decltype(N::args)*>(nullptr)))::type;
+};
+template <class N>
+using gemm_of_t = typename gemm_of<N>::type;
+
+template <class N, std::size_t... I>
+__device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...>);
+
+template <class N>
+__device__ const gemm_of_t<N>& find_gemm(const N& n) {
+  if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
+  else return find_gemm_in(n, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+}
+template <class N, std::size_t... I>
+__device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...>) {
+  using Args = decltype(N::args);
+  return find_gemm(std::get<gemm_of<N>::template first_matmul<std::tuple_element_t<I, Args>...>()>(n.args));
+}
+
+// The same, on the host (for the pointer checks before a launch).
+template <class N>
+const gemm_of_t<N>& find_gemm_host(const N& n) {
+  if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
+  else
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> const gemm_of_t<N>& {
+      return find_gemm_host(std::get<gemm_of<N>::template first_matmul<std::tuple_element_t<I, decltype(N::args)>...>()>(n.args));
+    }(std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+}
+
+// The root's value at idx, with the matmul's element there being `acc`.
+template <class N, class A>
+__device__ __forceinline__ compute_t<typename N::value_type> epilogue_value(const N& n, const index_t* idx, A acc) {
+  using V = compute_t<typename N::value_type>;
+  if constexpr (tenfold::detail::is_matmul_node_v<N>) return static_cast<V>(acc);
+  else if constexpr (tenfold::detail::is_map_node_v<N> && plan::epilogue_matmuls<N>() == 1)
+    return std::apply([&](const auto&... c) { return V(N::op_type::template apply<typename N::value_type>(epilogue_value(c, idx, acc)...)); }, n.args);
+  else return n.at(idx);
+}
+
+// Batch b of the output: its leading index, and the operands' element offsets there.
+template <class Mm, class S>
+struct gemm_batch {
+  index_t idx[S::rank];
+  index_t a_base, b_base;
+  __device__ gemm_batch(const Mm&, index_t b) {
+    constexpr int R = S::rank;
+    index_t rest = b;
+    for (int i = R - 3; i >= 0; --i) {
+      idx[i] = rest % tenfold::detail::extent<S>(i);
+      rest /= tenfold::detail::extent<S>(i);
+    }
+    idx[R - 2] = idx[R - 1] = 0;
+    using CA = typename Mm::a_type;
+    using CB = typename Mm::b_type;
+    index_t ia[CA::rank], ib[CB::rank];
+    Mm::template operand_index<typename CA::shape_type>(idx, 0, 0, ia);
+    Mm::template operand_index<typename CB::shape_type>(idx, 0, 0, ib);
+    a_base = CA::offset_of(ia);
+    b_base = CB::offset_of(ib);
+  }
+};
+
+template <class Mm>
+struct gemm_dims {
+  using CA = typename Mm::a_type;
+  using CB = typename Mm::b_type;
+  static constexpr index_t M = Mm::M, N = Mm::N, K = Mm::K;
+  static constexpr index_t a_m = CA::strides[CA::rank - 2], a_k = CA::strides[CA::rank - 1];
+  static constexpr index_t b_k = CB::strides[CB::rank - 2], b_n = CB::strides[CB::rank - 1];
+  static constexpr index_t batches = Mm::shape_type::size / (M * N > 0 ? M * N : 1);
+};
+
+// ---- tensor cores --------------------------------------------------------------------------------
+template <class T>
+inline constexpr bool tensor_core_type_v = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
+
+template <class T>
+using wmma_type = std::conditional_t<std::is_same_v<T, bf16>, __nv_bfloat16, __half>;
+
+namespace tc {
+inline constexpr int BM = 128, BN = 128, BK = 32, threads = 256, pad = 8;
+inline constexpr int a_ld = BK + pad, b_ld = BN + pad; // padding breaks smem bank conflicts on wmma loads
+inline constexpr int a_elems = BM * BK / threads, b_elems = BK * BN / threads; // per thread: 16 each
+} // namespace tc
+
+// Can the operand's rows be read 16 bytes (8 elements) at a time? Its inner axis is contiguous and
+// every row starts 16-byte aligned (every other stride and the offset are multiples of 8 elements; the
+// base pointer's alignment is checked on the host).
+template <class L>
+constexpr bool vector_rows() {
+  if (L::strides[L::rank - 1] != 1 || L::offset % 8 != 0) return false;
+  for (int i = 0; i + 1 < L::rank; ++i)
+    if (L::strides[i] % 8 != 0) return false;
+  return true;
+}
+template <class L>
+inline constexpr bool vector_rows_v = vector_rows<L>();
+
+// One thread's share of a K slice of A (BM x BK, k fastest) and B (BK x BN, n fastest), in registers.
+template <class T>
+struct tc_stage {
+  T a[tc::a_elems], b[tc::b_elems];
+};
+
+template <class Mm, class T>
+__device__ __forceinline__ void tc_fetch(const Mm& mm, const gemm_batch<Mm, typename Mm::shape_type>& bt, index_t m0, index_t n0,
+                                         index_t k0, tc_stage<T>& st) {
+  using G = gemm_dims<Mm>;
+  const T* pa = std::get<0>(mm.args).data() + bt.a_base;
+  const T* pb = std::get<1>(mm.args).data() + bt.b_base;
+  const int t = threadIdx.x;
+  // A: thread t covers row t / 2, columns (t % 2) * 16 .. +16; contiguous in k when a_k == 1.
+  {
+    const index_t m = m0 + t / 2, k = k0 + (t % 2) * 16;
+    constexpr bool vec = vector_rows_v<typename Mm::a_type>;
+    if (vec && m < G::M && k + 16 <= G::K) {
+      const uint4* src = reinterpret_cast<const uint4*>(pa + m * G::a_m + k);
+      reinterpret_cast<uint4*>(st.a)[0] = src[0];
+      reinterpret_cast<uint4*>(st.a)[1] = src[1];
+    } else {
+#pragma unroll
+      for (int j = 0; j < tc::a_elems; ++j)
+        st.a[j] = (m < G::M && k + j < G::K) ? pa[m * G::a_m + (k + j) * G::a_k] : T(0.0f);
+    }
+  }
+  // B: thread t covers row t / 8, columns (t % 8) * 16 .. +16; contiguous in n when b_n == 1.
+  {
+    const index_t k = k0 + t / 8, n = n0 + (t % 8) * 16;
+    constexpr bool vec = vector_rows_v<typename Mm::b_type>;
+    if (vec && k < G::K && n + 16 <= G::N) {
+      const uint4* src = reinterpret_cast<const uint4*>(pb + k * G::b_k + n);
+      reinterpret_cast<uint4*>(st.b)[0] = src[0];
+      reinterpret_cast<uint4*>(st.b)[1] = src[1];
+    } else {
+#pragma unroll
+      for (int j = 0; j < tc::b_elems; ++j)
+        st.b[j] = (k < G::K && n + j < G::N) ? pb[k * G::b_k + (n + j) * G::b_n] : T(0.0f);
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void tc_store(const tc_stage<T>& st, T* as, T* bs) {
+  const int t = threadIdx.x;
+  uint4* da = reinterpret_cast<uint4*>(as + (t / 2) * tc::a_ld + (t % 2) * 16);
+  da[0] = reinterpret_cast<const uint4*>(st.a)[0];
+  da[1] = reinterpret_cast<const uint4*>(st.a)[1];
+  uint4* db = reinterpret_cast<uint4*>(bs + (t / 8) * tc::b_ld + (t % 8) * 16);
+  db[0] = reinterpret_cast<const uint4*>(st.b)[0];
+  db[1] = reinterpret_cast<const uint4*>(st.b)[1];
+}
+
+struct tensor_core_body {
+  static constexpr int max_threads = tc::threads;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& root);
+};
+template <class Dst, class N>
+__device__ void tensor_core_body::run(const Dst& dst, const N& root) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  namespace wmma = nvcuda::wmma;
+  using Mm = gemm_of_t<N>;
+  using T = typename Mm::a_type::value_type;
+  using W = wmma_type<T>;
+  using G = gemm_dims<Mm>;
+  using S = typename N::shape_type;
+  using D = typename Dst::value_type;
+  constexpr int R = S::rank;
+  // A and B slices while multiplying; reused as per-warp 16x16 float staging for the epilogue.
+  __shared__ alignas(128) T as[tc::BM * tc::a_ld];
+  __shared__ alignas(128) T bs[tc::BK * tc::b_ld];
+  const Mm& mm = find_gemm(root);
+  const gemm_batch<Mm, S> bt(mm, blockIdx.z);
+  const index_t m0 = index_t(blockIdx.y) * tc::BM, n0 = index_t(blockIdx.x) * tc::BN;
+  const int warp = threadIdx.x / warp_size, wm = warp / 4, wn = warp % 4; // 2 x 4 warps, 64 x 32 each
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  tc_stage<T> next;
+  tc_fetch(mm, bt, m0, n0, 0, next);
+  for (index_t k0 = 0; k0 < G::K; k0 += tc::BK) {
+    __syncthreads(); // the previous slice is no longer read
+    tc_store(next, as, bs);
+    __syncthreads();
+    if (k0 + tc::BK < G::K) tc_fetch(mm, bt, m0, n0, k0 + tc::BK, next); // in flight while we multiply
+#pragma unroll
+    for (int kk = 0; kk < tc::BK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> fb[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        wmma::load_matrix_sync(fa[i], reinterpret_cast<const W*>(as + (wm * 64 + i * 16) * tc::a_ld + kk), tc::a_ld);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        wmma::load_matrix_sync(fb[j], reinterpret_cast<const W*>(bs + kk * tc::b_ld + wn * 32 + j * 16), tc::b_ld);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+  }
+  __syncthreads();
+  // Epilogue: each warp stages one 16x16 accumulator tile at a time in shared memory (1 KiB per warp,
+  // carved from the A slice), then its lanes apply the root and store 8 elements each.
+  float* stage = reinterpret_cast<float*>(as) + warp * 256;
+  index_t idx[R];
+  for (int i = 0; i < R - 2; ++i) idx[i] = bt.idx[i];
+  const int lane = threadIdx.x % warp_size;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      wmma::store_matrix_sync(stage, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += warp_size) {
+        const index_t m = m0 + wm * 64 + i * 16 + e / 16, n = n0 + wn * 32 + j * 16 + e % 16;
+        if (m < G::M && n < G::N) {
+          idx[R - 2] = m;
+          idx[R - 1] = n;
+          dst.data()[Dst::offset_of(idx)] = convert<D>(epilogue_value(root, idx, stage[e]));
+        }
+      }
+      __syncwarp();
+    }
+#endif
+}
+
+// ---- SIMT ------------------------------------------------------------------------------------------
+namespace simt {
+inline constexpr int BM = 64, BN = 64, BK = 16, threads = 256, TM = 4, TN = 4;
+}
+
+struct simt_body {
+  static constexpr int max_threads = simt::threads;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& root);
+};
+template <class Dst, class N>
+__device__ void simt_body::run(const Dst& dst, const N& root) {
+  using Mm = gemm_of_t<N>;
+  using C = compute_t<typename Mm::value_type>;
+  using G = gemm_dims<Mm>;
+  using S = typename N::shape_type;
+  using D = typename Dst::value_type;
+  constexpr int R = S::rank;
+  __shared__ C as[simt::BK][simt::BM]; // k-major: a thread's 4 rows of A are one broadcast read
+  __shared__ C bs[simt::BK][simt::BN];
+  const Mm& mm = find_gemm(root);
+  const gemm_batch<Mm, S> bt(mm, blockIdx.z);
+  const auto* pa = std::get<0>(mm.args).data() + bt.a_base;
+  const auto* pb = std::get<1>(mm.args).data() + bt.b_base;
+  const index_t m0 = index_t(blockIdx.y) * simt::BM, n0 = index_t(blockIdx.x) * simt::BN;
+  const int t = threadIdx.x, tm = t / 16, tn = t % 16;
+  C acc[simt::TM][simt::TN] = {};
+  for (index_t k0 = 0; k0 < G::K; k0 += simt::BK) {
+    // Each loads 4 of A's 1024 and 4 of B's 1024 elements; consecutive threads walk the operand's
+    // contiguous axis where it has one, so the loads coalesce for either layout.
+#pragma unroll
+    for (int e = t; e < simt::BM * simt::BK; e += simt::threads) {
+      const int r = G::a_k == 1 ? e / simt::BK : e % simt::BM, c = G::a_k == 1 ? e % simt::BK : e / simt::BM;
+      const index_t m = m0 + r, k = k0 + c;
+      as[c][r] = (m < G::M && k < G::K) ? static_cast<C>(pa[m * G::a_m + k * G::a_k]) : C(0);
+    }
+#pragma unroll
+    for (int e = t; e < simt::BK * simt::BN; e += simt::threads) {
+      const int r = G::b_n == 1 ? e / simt::BN : e % simt::BK, c = G::b_n == 1 ? e % simt::BN : e / simt::BK;
+      const index_t k = k0 + r, n = n0 + c;
+      bs[r][c] = (k < G::K && n < G::N) ? static_cast<C>(pb[k * G::b_k + n * G::b_n]) : C(0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < simt::BK; ++k) {
+      C a[simt::TM], b[simt::TN];
+#pragma unroll
+      for (int i = 0; i < simt::TM; ++i) a[i] = as[k][tm * simt::TM + i];
+#pragma unroll
+      for (int j = 0; j < simt::TN; ++j) b[j] = bs[k][tn + 16 * j]; // strided columns: conflict-free reads
+#pragma unroll
+      for (int i = 0; i < simt::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < simt::TN; ++j) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+  index_t idx[R];
+  for (int i = 0; i < R - 2; ++i) idx[i] = bt.idx[i];
+#pragma unroll
+  for (int i = 0; i < simt::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < simt::TN; ++j) {
+      const index_t m = m0 + tm * simt::TM + i, n = n0 + tn + 16 * j;
+      if (m < G::M && n < G::N) {
+        idx[R - 2] = m;
+        idx[R - 1] = n;
+        dst.data()[Dst::offset_of(idx)] = convert<D>(epilogue_value(root, idx, acc[i][j]));
+      }
+    }
+}
+
+// Which kernel a GEMM root takes (host-side, tested without a device).
+template <class N>
+inline constexpr bool uses_tensor_cores_v =
+    tensor_core_type_v<typename gemm_of_t<N>::a_type::value_type> &&
+    std::is_same_v<typename gemm_of_t<N>::a_type::value_type, typename gemm_of_t<N>::b_type::value_type>;
+
+template <class N>
+constexpr dim3 gemm_grid() {
+  using G = gemm_dims<gemm_of_t<N>>;
+  constexpr index_t bm = uses_tensor_cores_v<N> ? tc::BM : simt::BM, bn = uses_tensor_cores_v<N> ? tc::BN : simt::BN;
+  static_assert(G::batches < 65536, "tenfold::cuda: more than 65535 GEMM batches (grid.z limit)");
+  static_assert(ceil_div(G::M, bm) < 65536, "tenfold::cuda: GEMM M too large for grid.y");
+  return dim3(unsigned(ceil_div(G::N, bn)), unsigned(ceil_div(G::M, bm)), unsigned(G::batches));
+}
+
+template <class Dst, class N>
+void run_gemm(const Dst& dst, const N& n, stream_ref s) {
+  constexpr dim3 grid = gemm_grid<N>();
+  if constexpr (uses_tensor_cores_v<N>) {
+    const auto& mm = find_gemm_host(n);
+    if ((vector_rows_v<typename gemm_of_t<N>::a_type> && reinterpret_cast<std::uintptr_t>(std::get<0>(mm.args).data()) % 16) ||
+        (vector_rows_v<typename gemm_of_t<N>::b_type> && reinterpret_cast<std::uintptr_t>(std::get<1>(mm.args).data()) % 16))
+      throw error("tenfold::cuda: a GEMM operand's device pointer is not 16-byte aligned (tensors and arena slots always are)");
+    launch<tensor_core_body>(grid, tc::threads, s, dst, n, "tenfold::cuda tensor-core GEMM");
+  } else {
+    launch<simt_body>(grid, simt::threads, s, dst, n, "tenfold::cuda SIMT GEMM");
+  }
+}
+} // namespace tenfold::cuda::detail

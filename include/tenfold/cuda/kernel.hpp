@@ -1,0 +1,187 @@
+#pragma once
+// How an expression type becomes a kernel. Every kernel of this backend is one template,
+// `kernel<Body, Key, ...>`, where Body names the work (flat, indexed, rows, scan, gemm) and Key is the
+// launch's argument type (destination and tree) with its class-type template arguments re-spelled.
+//
+// Why the re-spelling: expression types carry std::array values as template arguments (a leaf's
+// strides, a view's index map, a reduction's axis mask). nvcc compiles such types in device code, but
+// the host stub it generates for a kernel spells the kernel's template arguments back as source, and it
+// cannot spell a class-type value (nvcc 13: "template argument 1 is invalid" in the .stub.c). So the
+// kernel is named by an encoded type in which each such array is an integer pack, and receives its
+// arguments as plain bytes; the device code decodes the type and reads the bytes as the original nodes.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/view.hpp"
+#include "tenfold/core/views_compose.hpp"
+#include "tenfold/cuda/error.hpp"
+#include "tenfold/cuda/memory.hpp"
+
+namespace tenfold::cuda::detail {
+
+template <class T, T... V>
+struct value_pack {};
+
+template <auto A, class I = std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(A)>>>>
+struct pack_of;
+template <auto A, std::size_t... I>
+struct pack_of<A, std::index_sequence<I...>> {
+  using type = value_pack<typename std::remove_cvref_t<decltype(A)>::value_type, A[I]...>;
+};
+template <class T, T... V>
+constexpr std::array<T, sizeof...(V)> array_of(value_pack<T, V...>) {
+  return tenfold::detail::canon(std::array<T, sizeof...(V)>{V...});
+}
+
+// Encoded forms: of the templates that take arrays, and of every other class template (an inert
+// list of its encoded arguments: never instantiating a node over keys).
+template <template <class...> class Tm, class... A>
+struct type_key {};
+template <class T, class S, class Strides, index_t Offset, class Holder>
+struct leaf_key {};
+template <class In, class Out, class Src, class Scale, class Off>
+struct affine_key {};
+template <class Op, class C, class Mask, bool Keep>
+struct reduce_key {};
+// ...and of those that take a value next to a type holding arrays.
+template <class Op, class C, int Axis>
+struct scan_key {};
+template <class C, class Pads>
+struct pad_key {};
+template <int Axis, class... C>
+struct concat_key {};
+
+// key_of(N*): std::type_identity of N's encoded form. A function with a deduced return type, not a
+// trait's member typedef: nvcc's stub spells a type by the path it was reached through, and a path
+// through `encode<N>::type` would spell N again; a deduced return type is spelled as the type itself.
+template <class T>
+auto key_of(T*);
+template <template <class...> class Tm, class... A>
+auto key_of(Tm<A...>*);
+template <class T, class S, auto St, index_t O, class H>
+auto key_of(tenfold::detail::leaf<T, S, St, O, H>*);
+template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
+auto key_of(tenfold::detail::affine_map<In, Out, Src, Scale, Off>*);
+template <class Op, class C, auto Mask, bool Keep>
+auto key_of(tenfold::detail::reduce_node<Op, C, Mask, Keep>*);
+template <class Op, class C, int Axis>
+auto key_of(tenfold::detail::scan_node<Op, C, Axis>*);
+template <class C, auto Pads>
+auto key_of(tenfold::detail::pad_node<C, Pads>*);
+template <int Axis, class... C>
+auto key_of(tenfold::detail::concat_node<Axis, C...>*);
+
+template <class T>
+using key_t = typename decltype(key_of(static_cast<T*>(nullptr)))::type;
+
+template <class T>
+auto key_of(T*) {
+  return std::type_identity<T>{};
+}
+template <template <class...> class Tm, class... A>
+auto key_of(Tm<A...>*) {
+  return std::type_identity<type_key<Tm, key_t<A>...>>{};
+}
+template <class T, class S, auto St, index_t O, class H>
+auto key_of(tenfold::detail::leaf<T, S, St, O, H>*) {
+  return std::type_identity<leaf_key<T, S, typename pack_of<St>::type, O, key_t<H>>>{};
+}
+template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
+auto key_of(tenfold::detail::affine_map<In, Out, Src, Scale, Off>*) {
+  return std::type_identity<affine_key<In, Out, typename pack_of<Src>::type, typename pack_of<Scale>::type, typename pack_of<Off>::type>>{};
+}
+template <class Op, class C, auto Mask, bool Keep>
+auto key_of(tenfold::detail::reduce_node<Op, C, Mask, Keep>*) {
+  return std::type_identity<reduce_key<Op, key_t<C>, typename pack_of<Mask>::type, Keep>>{};
+}
+template <class Op, class C, int Axis>
+auto key_of(tenfold::detail::scan_node<Op, C, Axis>*) {
+  return std::type_identity<scan_key<Op, key_t<C>, Axis>>{};
+}
+template <class C, auto Pads>
+auto key_of(tenfold::detail::pad_node<C, Pads>*) {
+  return std::type_identity<pad_key<key_t<C>, typename pack_of<Pads>::type>>{};
+}
+template <int Axis, class... C>
+auto key_of(tenfold::detail::concat_node<Axis, C...>*) {
+  return std::type_identity<concat_key<Axis, key_t<C>...>>{};
+}
+
+template <class T>
+struct decode {
+  using type = T;
+};
+template <template <class...> class Tm, class... A>
+struct decode<type_key<Tm, A...>> {
+  using type = Tm<typename decode<A>::type...>;
+};
+template <class T, class S, class St, index_t O, class H>
+struct decode<leaf_key<T, S, St, O, H>> {
+  using type = tenfold::detail::leaf<T, S, array_of(St{}), O, typename decode<H>::type>;
+};
+template <class In, class Out, class Src, class Scale, class Off>
+struct decode<affine_key<In, Out, Src, Scale, Off>> {
+  using type = tenfold::detail::affine_map<In, Out, array_of(Src{}), array_of(Scale{}), array_of(Off{})>;
+};
+template <class Op, class C, class Mask, bool Keep>
+struct decode<reduce_key<Op, C, Mask, Keep>> {
+  using type = tenfold::detail::reduce_node<Op, typename decode<C>::type, array_of(Mask{}), Keep>;
+};
+
+template <class Op, class C, int Axis>
+struct decode<scan_key<Op, C, Axis>> {
+  using type = tenfold::detail::scan_node<Op, typename decode<C>::type, Axis>;
+};
+template <class C, class Pads>
+struct decode<pad_key<C, Pads>> {
+  using type = tenfold::detail::pad_node<typename decode<C>::type, array_of(Pads{})>;
+};
+template <int Axis, class... C>
+struct decode<concat_key<Axis, C...>> {
+  using type = tenfold::detail::concat_node<Axis, typename decode<C>::type...>;
+};
+template <class T>
+using decode_t = typename decode<T>::type;
+
+// What one launch receives: where to write and what to compute.
+template <class Dst, class N>
+struct kernel_args {
+  Dst dst;
+  N n;
+};
+
+template <std::size_t Bytes, std::size_t Align>
+struct alignas(Align) kernel_bytes {
+  unsigned char bytes[Bytes];
+};
+
+template <class Body, class Key, std::size_t Bytes, std::size_t Align>
+__global__ void __launch_bounds__(Body::max_threads) kernel(const kernel_bytes<Bytes, Align> packed) {
+  using Args = decode_t<typename Key::type>;
+  // The nodes are trivially copyable aggregates of pointers and numbers (std::tuple included, in
+  // effect): reading the bytes as them is what passing them by value would have done.
+  const Args& args = *reinterpret_cast<const Args*>(packed.bytes);
+  Body::run(args.dst, args.n);
+}
+
+// (Key arrives deduced, see key_of.)
+template <class Body, class Key, class Args>
+void launch_keyed(Key, dim3 grid, dim3 block, stream_ref s, const Args& args, const char* what) {
+  static_assert(std::is_same_v<decode_t<typename Key::type>, Args>, "tenfold::cuda: a node type does not survive the kernel-name encoding");
+  kernel_bytes<sizeof(Args), alignof(Args)> packed;
+  std::memcpy(packed.bytes, static_cast<const void*>(&args), sizeof(Args));
+  kernel<Body, Key, sizeof(Args), alignof(Args)><<<grid, block, 0, s.handle>>>(packed);
+  check_launch(what);
+}
+
+// Launches Body over (dst, n) on stream s; a launch error throws tenfold::error naming `what`.
+template <class Body, class Dst, class N>
+void launch(dim3 grid, dim3 block, stream_ref s, const Dst& dst, const N& n, const char* what) {
+  using Args = kernel_args<Dst, N>;
+  launch_keyed<Body>(key_of(static_cast<Args*>(nullptr)), grid, block, s, Args{dst, n}, what);
+}
+} // namespace tenfold::cuda::detail

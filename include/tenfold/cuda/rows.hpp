@@ -1,0 +1,286 @@
+#pragma once
+// Row-fused kernels: one group of threads (a warp, or a block for long rows) per output row.
+//
+// A reduction broadcast back along the axes it reduced (plan::row_fused_v: softmax's max and sum,
+// layer_norm's two means) is constant along a row, so the group computes it once per row, cooperatively,
+// into a "slot" every thread of the group holds in registers; the elementwise tail then reads the slot.
+// Slots are numbered in post-order, so a reduction nested in another's operand (softmax's sum over
+// exp(x - max)) is computed first, in dependency order. Nothing here knows softmax or layer_norm: the
+// kernel follows the types alone. A reduction at the root whose innermost axis is reduced runs here too:
+// each output element is one "row".
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "tenfold/cuda/elementwise.hpp"
+#include "tenfold/cuda/group.hpp"
+#include "tenfold/plan/fusion.hpp"
+
+namespace tenfold::cuda::detail {
+
+// Reduced axes of a reduction, as a bit set over its input's axes (bit i: axis i).
+template <class Rd>
+constexpr unsigned mask_bits() {
+  unsigned m = 0;
+  for (int i = 0; i < Rd::input_shape::rank; ++i)
+    if (Rd::mask[i]) m |= 1u << i;
+  return m;
+}
+
+// Is N a reduction seen through a broadcast that is constant along the axes in `Varying` (the axes a
+// row iterates over)? Then it is computed once per row, into a slot.
+template <class N, unsigned Varying>
+constexpr bool is_slot() {
+  if constexpr (!plan::is_reduce_view_v<N>) return false;
+  else {
+    for (int j = 0; j < int(N::map_type::src.size()); ++j) {
+      const int a = N::map_type::src[j];
+      if (a >= 0 && N::shape_type::dims[a] != 1 && ((Varying >> a) & 1u)) return false;
+    }
+    return true;
+  }
+}
+
+template <class N, unsigned Varying>
+constexpr int slot_count() {
+  if constexpr (is_slot<N, Varying>()) {
+    using Rd = typename N::child_type;
+    return slot_count<typename Rd::child_type, mask_bits<Rd>()>() + 1;
+  } else if constexpr (is_map_node_v<N>) {
+    return []<class... C>(std::tuple<C...>*) { return (0 + ... + slot_count<C, Varying>()); }(static_cast<decltype(N::args)*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+// Slot base of child I of a map node: the slots of the children before it come first.
+template <class Args, unsigned Varying, std::size_t I>
+constexpr int child_base() {
+  return []<std::size_t... J>(std::index_sequence<J...>) {
+    return (0 + ... + slot_count<std::tuple_element_t<J, Args>, Varying>());
+  }(std::make_index_sequence<I>{});
+}
+
+template <class N, unsigned Varying>
+constexpr bool has_slots() {
+  return slot_count<N, Varying>() > 0;
+}
+
+// A slot holds one finalized reduction result in its compute type (at most 8 bytes: double, int64).
+struct slot {
+  alignas(8) unsigned char bytes[8];
+  template <class T>
+  __device__ void put(const T& v) {
+    static_assert(sizeof(T) <= 8);
+    std::memcpy(bytes, &v, sizeof(T));
+  }
+  template <class T>
+  __device__ T get() const {
+    T v;
+    std::memcpy(&v, bytes, sizeof(T));
+    return v;
+  }
+};
+
+// Who reduces a row: one warp, or the whole block (with shared scratch for the cross-warp merge).
+struct warp_group {
+  __device__ unsigned rank() const { return threadIdx.x % warp_size; }
+  static constexpr unsigned size = warp_size;
+  template <class Op, class A>
+  __device__ A allmerge(const A& a) const {
+    return warp_allmerge<Op>(a);
+  }
+};
+struct block_group {
+  unsigned char* scratch; // (warps + 1) accumulators
+  __device__ unsigned rank() const { return threadIdx.x; }
+  __device__ unsigned size_() const { return blockDim.x; }
+  template <class Op, class A>
+  __device__ A allmerge(const A& a) const {
+    return block_allmerge<Op>(a, reinterpret_cast<A*>(scratch));
+  }
+};
+template <class G>
+__device__ unsigned group_size(const G& g) {
+  if constexpr (std::is_same_v<G, warp_group>) return warp_size;
+  else return g.size_();
+}
+inline constexpr std::size_t max_acc_bytes = 32; // moments<double> is the largest accumulator (24 bytes)
+
+// Input index of position p of Rd's reduced subspace (row-major over the reduced axes, as
+// reduce_node::at walks it); the kept axes come from base.
+template <class Rd>
+__device__ __forceinline__ void position_index(const index_t* base, index_t p, index_t* in) {
+  using In = typename Rd::input_shape;
+#pragma unroll
+  for (int i = In::rank - 1; i >= 0; --i) {
+    if (tenfold::detail::element_of<Rd::mask>(i)) {
+      in[i] = p % tenfold::detail::extent<In>(i);
+      p /= tenfold::detail::extent<In>(i);
+    } else {
+      in[i] = base[i];
+    }
+  }
+}
+
+// Entries whose merge depends on which partial covers earlier positions (argmax/argmin's first index)
+// give each thread one contiguous run of positions; the others interleave, so that a warp's loads coalesce.
+template <class Op>
+inline constexpr bool order_sensitive_v = Op::result_kind == ops::reduce_result::index;
+
+template <class N, unsigned Varying, int Base>
+__device__ compute_t<typename N::value_type> row_value(const N& n, const index_t* idx, const slot* slots);
+template <class N, unsigned Varying, int Base, class G, std::size_t... I>
+__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, std::index_sequence<I...>);
+
+// Rd reduced over its whole reduced subspace from `base`, by the group; every thread gets the result.
+template <class Rd, int Base, class G>
+__device__ typename Rd::acc_type group_reduce(const Rd& rd, const index_t* base, const slot* slots, const G& g) {
+  using Op = typename Rd::op_type;
+  using A = typename Rd::acc_type;
+  using I = typename Rd::input_t;
+  using C = typename Rd::child_type;
+  constexpr unsigned varying = mask_bits<Rd>();
+  constexpr index_t count = Rd::count;
+  index_t in[C::rank > 0 ? C::rank : 1];
+  A acc = Op::template identity<A>();
+  const index_t size = group_size(g);
+  if constexpr (order_sensitive_v<Op>) {
+    const index_t chunk = ceil_div(count, size), begin = g.rank() * chunk, end = begin + chunk < count ? begin + chunk : count;
+    for (index_t p = begin; p < end; ++p) {
+      position_index<Rd>(base, p, in);
+      acc = Op::combine(acc, static_cast<I>(row_value<C, varying, Base>(rd.arg, in, slots)), p);
+    }
+  } else {
+    for (index_t p = g.rank(); p < count; p += size) {
+      position_index<Rd>(base, p, in);
+      acc = Op::combine(acc, static_cast<I>(row_value<C, varying, Base>(rd.arg, in, slots)), p);
+    }
+  }
+  return g.template allmerge<Op>(acc);
+}
+
+// Fills the slots of N's subtree for the row through idx, innermost reductions first.
+template <class N, unsigned Varying, int Base, class G>
+__device__ void compute_slots(const N& n, const index_t* idx, slot* slots, const G& g) {
+  if constexpr (is_slot<N, Varying>()) {
+    using Rd = typename N::child_type;
+    using C = typename Rd::child_type;
+    index_t in[Rd::rank > 0 ? Rd::rank : 1], base[C::rank > 0 ? C::rank : 1];
+    N::map_type::map(idx, in);
+    Rd::base_index(in, base);
+    compute_slots<C, mask_bits<Rd>(), Base>(n.arg.arg, base, slots, g);
+    const auto acc = group_reduce<Rd, Base>(n.arg, base, slots, g);
+    slots[Base + slot_count<C, mask_bits<Rd>()>()].put(
+        static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
+  } else if constexpr (is_map_node_v<N>) {
+    compute_map_slots<N, Varying, Base>(n, idx, slots, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+  }
+}
+template <class N, unsigned Varying, int Base, class G, std::size_t... I>
+__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, std::index_sequence<I...>) {
+  using Args = decltype(N::args);
+  (compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(std::get<I>(n.args), idx, slots, g), ...);
+}
+
+template <class N, unsigned Varying, int Base, std::size_t... I>
+__device__ __forceinline__ compute_t<typename N::value_type> map_value(const N& n, const index_t* idx, const slot* slots, std::index_sequence<I...>) {
+  using Args = decltype(N::args);
+  return compute_t<typename N::value_type>(N::op_type::template apply<typename N::value_type>(
+      row_value<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(std::get<I>(n.args), idx, slots)...));
+}
+
+template <class N, unsigned Varying, int Base>
+__device__ compute_t<typename N::value_type> row_value(const N& n, const index_t* idx, const slot* slots) {
+  if constexpr (is_slot<N, Varying>()) {
+    using Rd = typename N::child_type;
+    return slots[Base + slot_count<typename Rd::child_type, mask_bits<Rd>()>()].template get<compute_t<typename N::value_type>>();
+  } else if constexpr (is_map_node_v<N>) {
+    return map_value<N, Varying, Base>(n, idx, slots, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+  } else {
+    return n.at(idx);
+  }
+}
+
+// Rows of the output (all axes but the last), or the outputs of a root reduction.
+template <class N>
+constexpr index_t row_count() {
+  using S = typename N::shape_type;
+  if constexpr (tenfold::detail::is_reduce_node_v<N>) return S::size;
+  else return S::rank == 0 ? 1 : S::size / S::dims[S::rank - 1];
+}
+template <class N>
+constexpr index_t row_length() {
+  using S = typename N::shape_type;
+  if constexpr (tenfold::detail::is_reduce_node_v<N>) return N::count;
+  else return S::rank == 0 ? 1 : S::dims[S::rank - 1];
+}
+
+template <class Dst, class N, class G>
+__device__ void run_row(const Dst& dst, const N& n, index_t row, const G& g) {
+  using S = typename N::shape_type;
+  using D = typename Dst::value_type;
+  index_t idx[S::rank > 0 ? S::rank : 1];
+  if constexpr (tenfold::detail::is_reduce_node_v<N>) {
+    using C = typename N::child_type;
+    constexpr unsigned varying = mask_bits<N>();
+    slot slots[slot_count<C, varying>() + 1];
+    index_t base[C::rank > 0 ? C::rank : 1];
+    tenfold::detail::unravel<S>(row, idx);
+    N::base_index(idx, base);
+    compute_slots<C, varying, 0>(n.arg, base, slots, g);
+    const auto acc = group_reduce<N, 0>(n, base, slots, g);
+    if (g.rank() == 0) dst.data()[Dst::offset_of(idx)] = convert<D>(static_cast<compute_t<typename N::value_type>>(N::op_type::finalize(acc, N::count)));
+  } else {
+    constexpr int R = S::rank;
+    constexpr unsigned varying = 1u << (R - 1);
+    constexpr index_t cols = S::dims[R - 1];
+    slot slots[slot_count<N, varying>() + 1];
+    tenfold::detail::unravel<S>(row * cols, idx);
+    compute_slots<N, varying, 0>(n, idx, slots, g);
+    for (index_t j = g.rank(); j < cols; j += group_size(g)) {
+      idx[R - 1] = j;
+      dst.data()[Dst::offset_of(idx)] = convert<D>(row_value<N, varying, 0>(n, idx, slots));
+    }
+  }
+}
+
+template <bool WarpPerRow>
+struct row_body {
+  static constexpr int max_threads = WarpPerRow ? int(rows_block) : 1024;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& n);
+};
+template <bool WarpPerRow>
+template <class Dst, class N>
+__device__ void row_body<WarpPerRow>::run(const Dst& dst, const N& n) {
+  constexpr index_t rows = row_count<N>();
+  if constexpr (WarpPerRow) {
+    const unsigned per_block = blockDim.x / warp_size;
+    const index_t first = index_t(blockIdx.x) * per_block + threadIdx.x / warp_size, step = index_t(gridDim.x) * per_block;
+    // Whole warps leave together: the shuffles inside need every lane.
+    for (index_t r = first; r < rows; r += step) run_row(dst, n, r, warp_group{});
+  } else {
+    __shared__ alignas(16) unsigned char scratch[(1024 / warp_size + 1) * max_acc_bytes];
+    for (index_t r = blockIdx.x; r < rows; r += gridDim.x) run_row(dst, n, r, block_group{scratch});
+  }
+}
+
+// Does the elementwise root N need the row kernel (a row-fused reduction somewhere in it)?
+template <class N>
+constexpr bool needs_rows() {
+  using S = typename N::shape_type;
+  if constexpr (S::rank == 0) return false;
+  else return has_slots<N, 1u << (S::rank - 1)>();
+}
+
+template <class Dst, class N>
+void run_rows(const Dst& dst, const N& n, stream_ref s) {
+  constexpr index_t rows = row_count<N>();
+  if constexpr (rows == 0 || N::shape_type::size == 0) return;
+  else {
+    constexpr launch_shape l = row_launch(rows, row_length<N>());
+    launch<row_body<(l.per_block > 1)>>(l.grid, l.block, s, dst, n, "tenfold::cuda row kernel");
+  }
+}
+} // namespace tenfold::cuda::detail

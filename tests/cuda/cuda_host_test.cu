@@ -1,0 +1,161 @@
+// Host-side logic of the CUDA backend, tested where there is no device: error reporting, launch
+// shapes, the kernel-name encoding, the arena slots, aliasing and the compile-time plan of each root.
+#include "cuda_test_support.hpp"
+
+#include <string>
+
+using namespace tenfold;
+namespace cd = tenfold::cuda::detail;
+
+namespace {
+// (Leaves are made by leaf_at, not braced in place: nvcc 13's front end crashes on a braced node
+// aggregate with an empty base in host code, "gen_initializer_constant: ran out of fields".)
+// A device address that is never dereferenced here: only host-side logic runs in this file.
+template <class T = float>
+T* fake(std::uintptr_t a) {
+  return reinterpret_cast<T*>(a);
+}
+} // namespace
+
+TEST_CASE("a failing runtime call throws tenfold::error naming the call and the reason") {
+  const std::string m = cuda::error_message("cudaMalloc(&p, n)", cudaErrorMemoryAllocation);
+  CHECK(m == std::string("tenfold::cuda: cudaMalloc(&p, n) failed: ") + cudaGetErrorString(cudaErrorMemoryAllocation) +
+                 " (cudaErrorMemoryAllocation)");
+  // A device that exists nowhere: fails on every machine, with or without a GPU.
+  try {
+    TENFOLD_CUDA_CHECK(cudaSetDevice(9999));
+    FAIL("cudaSetDevice(9999) succeeded");
+  } catch (const error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("cudaSetDevice(9999) failed: ") != std::string::npos);
+    CHECK(what.find("(cudaError") != std::string::npos);
+  }
+  // An absurd allocation, through the RAII buffer.
+  try {
+    cuda::device_buffer b(std::size_t(1) << 62);
+    FAIL("a 4 EiB cudaMalloc succeeded");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("cudaMalloc(&ptr_, bytes) failed") != std::string::npos);
+  }
+  CHECK_NOTHROW(cuda::check(cudaSuccess, "nothing"));
+  CHECK_NOTHROW(cuda::device_available()); // answers, never throws
+}
+
+TEST_CASE("launch shapes follow from the static shape") {
+  static_assert(cuda::vector_width(4) == 4 && cuda::vector_width(2) == 8 && cuda::vector_width(8) == 2 && cuda::vector_width(1) == 16);
+  constexpr auto small = cuda::elementwise_launch(1000, 4);
+  CHECK(small.grid == 1); // 250 vectors fit one block of 256
+  CHECK(small.block == 256);
+  constexpr auto big = cuda::elementwise_launch(index_t(1) << 28, 4);
+  CHECK(big.grid == cuda::max_grid); // capped: the grid-stride loop covers the rest
+  constexpr auto odd = cuda::elementwise_launch(257 * 4 + 1, 4);
+  CHECK(odd.grid == 2);
+  // Rows up to 1024 long: a warp each, 8 per block; longer: a block each, growing with the row.
+  constexpr auto rows = cuda::row_launch(4096, 1000);
+  CHECK((rows.per_block == 8 && rows.block == 256 && rows.grid == 512));
+  constexpr auto wide = cuda::row_launch(64, 4096);
+  CHECK((wide.per_block == 1 && wide.block == 512 && wide.grid == 64));
+  constexpr auto huge = cuda::row_launch(2, 1 << 20);
+  CHECK(huge.block == 1024);
+  constexpr auto short_wide = cuda::row_launch(3, 1025);
+  CHECK(short_wide.block == 256); // 1025 / 8 rounded up to a power of two
+}
+
+TEST_CASE("flat trees, vector widths and row fusion are decided from the types") {
+  using S = shape<33, 65>;
+  const auto x = cuda::leaf_at<const float, S>(fake(256));
+  const auto y = cuda::leaf_at<const float, S>(fake(512));
+  using flat = decltype(detail::as_node(exp(x) * y + 1.0f));
+  static_assert(cd::flat_tree<flat, S>());
+  static_assert(cd::widest_load<flat>() == 4);
+  using transposed = decltype(detail::as_node(transpose(reshape<65, 33>(x)) + y));
+  static_assert(!cd::flat_tree<transposed, S>()); // a view: indexed kernel
+  using bias = decltype(detail::as_node(x + cuda::leaf_at<const double, shape<65>>(fake<const double>(64))));
+  static_assert(!cd::flat_tree<bias, S>()); // broadcast along rows only: indexed
+  CHECK(cd::leaves_aligned<4>(x));
+  CHECK_FALSE(cd::leaves_aligned<4>(cuda::leaf_at<const float, S>(fake(260))));
+
+  using sm = decltype(detail::as_node(softmax(x)));
+  static_assert(cd::needs_rows<sm>());
+  // The tree holds `max` twice (in the numerator and inside the sum): each copy is one slot, so
+  // softmax reduces three times per row, in registers (merging equal subtrees would save one).
+  static_assert(cd::slot_count<sm, 1u << 1>() == 3); // max, max, then sum(exp(x - max))
+  using ls = decltype(detail::as_node(log_softmax(x)));
+  static_assert(cd::slot_count<ls, 1u << 1>() == 3);
+  const auto g = cuda::leaf_at<const float, shape<65>>(fake(64));
+  using ln = decltype(detail::as_node(layer_norm(x, g, g)));
+  static_assert(cd::slot_count<ln, 1u << 1>() == 3); // mean, mean, then mean of squared deviations
+  using rms = decltype(detail::as_node(rms_norm(x, g)));
+  static_assert(cd::slot_count<rms, 1u << 1>() == 1);
+  static_assert(!cd::needs_rows<flat>());
+  // A reduction over the leading axis is constant along rows of nothing: not a slot.
+  using col = decltype(detail::as_node(x - sum(x, axis<0>, keepdims)));
+  static_assert(!cd::needs_rows<col>());
+  SUCCEED();
+}
+
+TEST_CASE("GEMM roots pick tensor cores for 16-bit floats and tile the output") {
+  const auto a = cuda::leaf_at<const bf16, shape<3, 100, 64>>(fake<const bf16>(256));
+  const auto b = cuda::leaf_at<const bf16, shape<64, 130>>(fake<const bf16>(4096));
+  const auto bias = cuda::leaf_at<const float, shape<130>>(fake(8192));
+  using gemm = decltype(detail::as_node(relu(matmul(a, b) + bias)));
+  static_assert(plan::gemm_root_v<gemm>);
+  static_assert(cd::uses_tensor_cores_v<gemm>);
+  constexpr dim3 grid = cd::gemm_grid<gemm>();
+  CHECK((grid.x == 2 && grid.y == 1 && grid.z == 3)); // 130 / 128 -> 2 column tiles, 3 batches
+  static_assert(cd::vector_rows_v<cd::gemm_of_t<gemm>::a_type>);
+  const auto af = cuda::leaf_at<const float, shape<100, 64>>(fake(256));
+  const auto wf = cuda::leaf_at<const float, shape<130, 64>>(fake(256));
+  using simt = decltype(detail::as_node(matmul(af, transpose(wf))));
+  static_assert(!cd::uses_tensor_cores_v<simt>);
+  constexpr dim3 g2 = cd::gemm_grid<simt>();
+  CHECK((g2.x == 3 && g2.y == 2 && g2.z == 1));
+}
+
+TEST_CASE("kernel names encode every node type and decode back to it") {
+  using S = shape<7, 9>;
+  const auto x = cuda::leaf_at<const float, S>(fake(256));
+  auto check = [](auto n) {
+    using N = decltype(n);
+    using Args = cd::kernel_args<cuda::device_leaf<float, typename N::shape_type>, N>;
+    static_assert(std::is_same_v<cd::decode_t<cd::key_t<Args>>, Args>);
+  };
+  check(detail::as_node(softmax(x)));
+  check(detail::as_node(cumsum(flip<1>(x), axis<1>)));
+  check(detail::as_node(pad<1, 2, 0, 0>(x)));
+  check(detail::as_node(concat<0>(x, x)));
+  check(detail::as_node(argmax(transpose(x), axis<0>)));
+  SUCCEED();
+}
+
+TEST_CASE("materialised values take the arena's slots at the planned offsets") {
+  using S = shape<16, 32>;
+  const auto x = cuda::leaf_at<const float, S>(fake(1 << 20));
+  const auto w = cuda::leaf_at<const float, shape<32, 8>>(fake(1 << 21));
+  auto e = exp(matmul(x - sum(x, axis<0>, keepdims), w)) + 1.0f; // a buffered reduction feeds a GEMM
+  using P = arena_plan<decltype(e)>;
+  static_assert(P::buffers >= 1);
+  auto* base = fake<std::byte>(1 << 24);
+  cuda::arena_slots slots{base, P::offsets.data(), P::buffers};
+  for (int b = 0; b < P::buffers; ++b) {
+    auto l = slots.template take<float, S>();
+    CHECK(reinterpret_cast<std::byte*>(l.data()) == base + P::offsets[b]);
+    CHECK(P::offsets[b] % plan::arena_alignment == 0);
+  }
+  CHECK_THROWS_WITH((slots.take<float, S>()), Catch::Contains("more buffers taken than the arena plan holds"));
+
+  // An arena too small is refused before anything runs (so this needs no device).
+  cuda::arena none;
+  auto out = cuda::leaf_at<float, shape<16, 8>>(fake(1 << 22));
+  CHECK_THROWS_WITH(cuda::eval(out, e, none), Catch::Contains("the arena has 0 bytes; this expression needs " + std::to_string(P::bytes)));
+}
+
+TEST_CASE("a destination read through another index map is detected") {
+  auto out = cuda::leaf_at<float, shape<8, 8>>(fake(4096));
+  const auto same = cuda::leaf_at<const float, shape<8, 8>>(fake(4096));
+  const auto other = cuda::leaf_at<const float, shape<8, 8>>(fake(8192));
+  CHECK_FALSE(cd::aliases(out, detail::as_node(same + other))); // elementwise in place: safe
+  CHECK(cd::aliases(out, detail::as_node(transpose(same) + other)));
+  CHECK(cd::aliases(out, detail::as_node(same - max(same, axis<1>, keepdims)))); // read by a reduction
+  CHECK_FALSE(cd::aliases(out, detail::as_node(other * 2.0f)));
+}
