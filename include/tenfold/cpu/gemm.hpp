@@ -68,10 +68,16 @@ struct gemm_epilogue_out {
   const Epilogue& epilogue;
 };
 
-// C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1].
+// A rectangle of C: rows [r0, r1), columns [c0, c1).
+struct gemm_part {
+  index_t r0, r1, c0, c1;
+};
+
+// C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] for an M x K by K x N product. Every element is summed in
+// the same order whatever the rectangle, so splitting C over threads never changes a bit.
 template <class T, class EA, class EB, class Out>
-void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t K, index_t r0, index_t r1, index_t c0, index_t c1,
-                const Out& out) {
+void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, index_t K, const gemm_part& part, const Out& out) {
+  const index_t r0 = part.r0, r1 = part.r1, c0 = part.c0, c1 = part.c1;
   using G = gemm_tile<T>;
   using Bk = gemm_blocking<T>;
   constexpr index_t MR = G::MR, NR = G::NR;
@@ -80,7 +86,8 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t K, ind
   // A few rows (the inference case: M = 1..16 tokens through a weight matrix) use each value of B once
   // or twice, so packing B would only add a pass over it: the kernels read a row-major B in place, in
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
-  const bool b_in_place = std::is_same_v<EB, T> && b.cs == 1 && r1 - r0 <= Bk::MR_in_place;
+  // The choice depends on M, not on the rectangle: it sets the order of the sums.
+  const bool b_in_place = std::is_same_v<EB, T> && b.cs == 1 && M <= Bk::MR_in_place;
   const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
   for (index_t j0 = c0; j0 < c1; j0 += NC) {
     const index_t nc = std::min(NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
@@ -117,9 +124,6 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t K, ind
 
 // How one batch element's C is cut into `parts` independent ranges (one per thread): along N when it has
 // panels enough, so that each thread packs only its own columns of B; along M otherwise.
-struct gemm_part {
-  index_t r0, r1, c0, c1;
-};
 template <class T>
 gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts) {
   constexpr index_t MR = gemm_tile<T>::MR, NR = gemm_tile<T>::NR;

@@ -145,9 +145,9 @@ void run_gemm(const Dst& dst, const N& root) {
           }
         } else if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
           const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
-          gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, out);
+          gemm_range<T>(a, bm, M, K, range, out);
         } else {
-          gemm_range<T>(a, bm, K, range.r0, range.r1, range.c0, range.c1, gemm_epilogue_out<decltype(store)>{store});
+          gemm_range<T>(a, bm, M, K, range, gemm_epilogue_out<decltype(store)>{store});
         }
       }
     };

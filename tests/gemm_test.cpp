@@ -1,0 +1,236 @@
+// The GEMM engine against a long-double reference: run-time shapes through cpu::gemm_range (every
+// transpose combination, sizes of 1, primes and block edges, f32, f64, bf16 inputs, both store paths,
+// any split into parts), then the evaluator's compile-time paths through matmul (small static sizes,
+// batches, thread splits, epilogues with dtype conversion). Run-time shapes keep this file quick to
+// compile: one instantiation covers hundreds of shapes.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+using cpu::gemm_range;
+using cpu::matrix_ref;
+using ld = long double;
+
+namespace {
+std::vector<float> random_values(index_t n, std::uint64_t seed) {
+  std::vector<float> v(std::size_t(n > 0 ? n : 1));
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = -1.0f + 2.0f * float(s >> 40) * 0x1p-24f;
+  }
+  return v;
+}
+
+// A logical rows x cols operand, stored row-major or transposed (as cols x rows).
+template <class E>
+struct operand {
+  std::vector<E> data;
+  index_t rows, cols;
+  bool transposed;
+  operand(index_t r, index_t c, bool t, std::uint64_t seed) : rows(r), cols(c), transposed(t) {
+    for (float x : random_values(r * c, seed)) data.push_back(E(x));
+  }
+  matrix_ref<E> ref() const { return transposed ? matrix_ref<E>{data.data(), 1, rows} : matrix_ref<E>{data.data(), cols, 1}; }
+  ld at(index_t i, index_t k) const { return ld(float(transposed ? data[k * rows + i] : data[i * cols + k])); }
+};
+
+// |got - exact| within 4 K eps of the sum of |terms| (the bound for a K-term sum in T).
+template <class T, class EA, class EB>
+bool matches_reference(const operand<EA>& a, const operand<EB>& b, const T* c, index_t ldc) {
+  const index_t M = a.rows, K = a.cols, N = b.cols;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld s = 0, mag = 0;
+      for (index_t k = 0; k < K; ++k) {
+        const ld t = a.at(i, k) * b.at(k, j);
+        s += t, mag += std::fabs(t);
+      }
+      const ld tol = 4.0L * ld(K) * std::numeric_limits<T>::epsilon() * mag + 1e-30L;
+      if (!(std::fabs(ld(c[i * ldc + j]) - s) <= tol)) {
+        UNSCOPED_INFO("element (" << i << ", " << j << "): got " << double(c[i * ldc + j]) << ", want " << double(s));
+        return false;
+      }
+    }
+  return true;
+}
+
+// C = A B through gemm_range, with the destination's rows padded by `pad` sentinels that must survive.
+template <class T, class EA, class EB>
+std::vector<T> run_direct(const operand<EA>& a, const operand<EB>& b, index_t parts, index_t pad) {
+  const index_t M = a.rows, K = a.cols, N = b.cols, ldc = N + pad;
+  std::vector<T> c(std::size_t(M * ldc + 1), T(-12345));
+  for (index_t p = 0; p < parts; ++p) {
+    const auto r = cpu::gemm_split<T>(M, N, p, parts);
+    gemm_range<T>(a.ref(), b.ref(), M, K, r, cpu::gemm_direct_out<T>{c.data(), ldc});
+  }
+  return c;
+}
+
+// The same through the epilogue path: scratch blocks handed to a store callback.
+template <class T, class EA, class EB>
+std::vector<T> run_epilogue(const operand<EA>& a, const operand<EB>& b) {
+  const index_t M = a.rows, K = a.cols, N = b.cols;
+  std::vector<T> c(std::size_t(M * N + 1), T(-12345));
+  auto store = [&](const T* blk, index_t ldb, index_t i0, index_t mc, index_t j0, index_t nc) {
+    for (index_t i = 0; i < mc; ++i) std::memcpy(&c[(i0 + i) * N + j0], blk + i * ldb, sizeof(T) * nc);
+  };
+  gemm_range<T>(a.ref(), b.ref(), M, K, {0, M, 0, N}, cpu::gemm_epilogue_out<decltype(store)>{store});
+  return c;
+}
+
+template <class T, class E = T>
+void check_shape(index_t M, index_t K, index_t N) {
+  for (int trans = 0; trans < 4; ++trans) {
+    const operand<E> a(M, K, trans & 1, 100 + M + K), b(K, N, trans & 2, 200 + K + N);
+    INFO("M=" << M << " K=" << K << " N=" << N << " A" << (trans & 1 ? "^T" : "") << " B" << (trans & 2 ? "^T" : ""));
+    const index_t pad = 3;
+    const auto c = run_direct<T>(a, b, 1, pad);
+    REQUIRE(matches_reference<T>(a, b, c.data(), N + pad));
+    bool pad_intact = c.back() == T(-12345);
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = N; j < N + pad; ++j) pad_intact = pad_intact && c[i * (N + pad) + j] == T(-12345);
+    CHECK(pad_intact);
+    // The epilogue path and any split into parts give the same bits: a thread count never changes a result.
+    const auto e = run_epilogue<T>(a, b);
+    bool same = true;
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = 0; j < N; ++j) same = same && e[i * N + j] == c[i * (N + pad) + j];
+    CHECK(same);
+    for (index_t parts : {2, 3}) {
+      const auto s = run_direct<T>(a, b, parts, pad);
+      CHECK(std::memcmp(s.data(), c.data(), sizeof(T) * c.size()) == 0);
+    }
+  }
+}
+
+template <class T, class S>
+Tensor<T, S> random_tensor(std::uint64_t seed) {
+  Tensor<T, S> t;
+  const auto v = random_values(S::size, seed);
+  index_t i = 0;
+  for (auto& x : t) x = T(v[std::size_t(i++)]);
+  return t;
+}
+} // namespace
+
+TEST_CASE("gemm: run-time shapes with 1s, primes and block edges, every transpose, f32", "[gemm]") {
+  for (index_t M : {1, 3, 14, 17, 29, 100})
+    for (index_t N : {1, 3, 17, 32, 33, 100})
+      for (index_t K : {1, 17, 64, 300}) check_shape<float>(M, K, N);
+}
+
+TEST_CASE("gemm: several MC, NC and KC blocks; B read in place for few rows", "[gemm]") {
+  using Bk = cpu::gemm_blocking<float>;
+  check_shape<float>(Bk::MC + 9, Bk::KC + 5, Bk::NC + 27);
+  check_shape<float>(3, 2 * Bk::KC_in_place + 1, Bk::NC + 40); // in place, past one slice and NC
+  check_shape<float>(Bk::MR_in_place, 100, 77);                // the largest in-place range
+  check_shape<float>(Bk::MR_in_place + 1, 100, 77);            // the smallest packed one
+}
+
+TEST_CASE("gemm: f64 and bf16 inputs with f32 accumulation", "[gemm]") {
+  for (index_t M : {1, 7, 29})
+    for (index_t N : {1, 9, 33})
+      for (index_t K : {1, 13, 300}) {
+        check_shape<double>(M, K, N);
+        check_shape<float, bf16>(M, K, N);
+      }
+}
+
+template <index_t M, index_t K, index_t N, class T = float>
+void check_static() {
+  const auto a = random_tensor<T, shape<M, K>>(M * 3 + K);
+  const auto at = random_tensor<T, shape<K, M>>(M * 5 + K);
+  const auto b = random_tensor<T, shape<K, N>>(K * 7 + N);
+  const auto bias = random_tensor<T, shape<N>>(N);
+  Tensor<T, shape<M, N>> c = matmul(a, b), ct = matmul(transpose(at), b), cr = relu(matmul(a, b) + bias);
+  static_assert(plan_of<decltype(relu(matmul(a, b) + bias))>::nests == 1);
+  bool ok = true;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld s = 0, st = 0, mag = 0, magt = 0;
+      for (index_t k = 0; k < K; ++k) {
+        s += ld(a(i, k)) * b(k, j), mag += std::fabs(ld(a(i, k)) * b(k, j));
+        st += ld(at(k, i)) * b(k, j), magt += std::fabs(ld(at(k, i)) * b(k, j));
+      }
+      const ld tol = 4.0L * K * std::numeric_limits<T>::epsilon();
+      ok = ok && std::fabs(c(i, j) - s) <= tol * mag && std::fabs(ct(i, j) - st) <= tol * magt;
+      ok = ok && std::fabs(cr(i, j) - std::max<ld>(s + bias(j), 0)) <= tol * (mag + 1);
+    }
+  INFO("M=" << M << " K=" << K << " N=" << N);
+  CHECK(ok);
+}
+
+TEST_CASE("gemm: small static sizes take the unpacked path and stay exact", "[gemm][small]") {
+  using L = detail::leaf<float, shape<4, 4>, detail::canon(std::array<index_t, 2>{4, 1}), 0, detail::ref_holder<float>>;
+  static_assert(cpu::use_small_gemm<detail::matmul_node<L, L>, float>(), "4x4 row-major runs unpacked");
+  using LT = detail::leaf<float, shape<4, 4>, detail::canon(std::array<index_t, 2>{1, 4}), 0, detail::ref_holder<float>>;
+  static_assert(!cpu::use_small_gemm<detail::matmul_node<L, LT>, float>(), "a transposed B is packed");
+  check_static<4, 4, 4>();
+  check_static<16, 16, 16>();
+  check_static<64, 64, 64>();
+  check_static<5, 7, 12>();  // N = 12: 128-bit rows on AVX-512, and an M edge
+  check_static<3, 1, 8>();   // K = 1
+  check_static<8, 8, 8, double>();
+  check_static<13, 9, 3>();  // no vector width divides N: the general path
+}
+
+TEST_CASE("gemm: batches with broadcasting, and one product split across threads", "[gemm][determinism]") {
+  const auto a = random_tensor<float, shape<2, 1, 40, 70>>(1);
+  const auto b = random_tensor<float, shape<3, 70, 90>>(2);
+  Tensor<float, shape<2, 3, 40, 90>> c = matmul(a, b);
+  bool ok = true;
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 3; ++q)
+      for (int i = 0; i < 40; ++i)
+        for (int j = 0; j < 90; ++j) {
+          ld s = 0, mag = 0;
+          for (int k = 0; k < 70; ++k) s += ld(a(p, 0, i, k)) * b(q, k, j), mag += std::fabs(ld(a(p, 0, i, k)) * b(q, k, j));
+          ok = ok && std::fabs(c(p, q, i, j) - s) <= 4 * 70 * std::numeric_limits<float>::epsilon() * mag;
+        }
+  CHECK(ok);
+  // Large enough to be split over the pool (TENFOLD_NUM_THREADS; ctest runs this with 1 and 2): the
+  // result must be bit for bit the single-range one.
+  const auto x = random_tensor<float, shape<300, 200>>(3);
+  const auto w = random_tensor<float, shape<200, 260>>(4);
+  Tensor<float, shape<300, 260>> y = matmul(x, w);
+  Tensor<float, shape<300, 260>> serial;
+  gemm_range<float>(matrix_ref<float>{x.data(), 200, 1}, matrix_ref<float>{w.data(), 260, 1}, 300, 200, {0, 300, 0, 260},
+                    cpu::gemm_direct_out<float>{serial.data(), 260});
+  CHECK(std::memcmp(y.data(), serial.data(), sizeof(float) * 300 * 260) == 0);
+  // A few rows (the inference case), split along N.
+  const auto t = random_tensor<float, shape<4, 512>>(5);
+  const auto wt = random_tensor<float, shape<512, 1024>>(6);
+  Tensor<float, shape<4, 1024>> z = matmul(t, wt);
+  Tensor<float, shape<4, 1024>> zs;
+  gemm_range<float>(matrix_ref<float>{t.data(), 512, 1}, matrix_ref<float>{wt.data(), 1024, 1}, 4, 512, {0, 4, 0, 1024},
+                    cpu::gemm_direct_out<float>{zs.data(), 1024});
+  CHECK(std::memcmp(z.data(), zs.data(), sizeof(float) * 4 * 1024) == 0);
+}
+
+TEST_CASE("gemm: bf16 operands, dtype conversion and activations in the store", "[gemm]") {
+  const auto a = random_tensor<bf16, shape<37, 70>>(7);
+  const auto b = random_tensor<bf16, shape<70, 45>>(8);
+  const auto res = random_tensor<float, shape<37, 45>>(9);
+  Tensor<float, shape<37, 45>> c = matmul(a, b);        // f32 out: accumulated in f32
+  Tensor<bf16, shape<37, 45>> cb = matmul(a, b);        // bf16 out: rounded once, in the store
+  auto fused = gelu(matmul(a, b)) * 0.5f + res;         // activation, scaling and a residual add
+  static_assert(plan_of<decltype(fused)>::nests == 1 && plan_of<decltype(fused)>::buffers == 0);
+  Tensor<double, shape<37, 45>> g = fused;              // and a conversion to f64 in the same store
+  bool ok = true, rounded = true, fused_ok = true;
+  for (int i = 0; i < 37; ++i)
+    for (int j = 0; j < 45; ++j) {
+      ld s = 0, mag = 0;
+      for (int k = 0; k < 70; ++k) s += ld(float(a(i, k))) * ld(float(b(k, j))), mag += std::fabs(ld(float(a(i, k))) * ld(float(b(k, j))));
+      ok = ok && std::fabs(c(i, j) - s) <= 4 * 70 * std::numeric_limits<float>::epsilon() * mag;
+      rounded = rounded && cb(i, j).bits == bf16(c(i, j)).bits;
+      const double x = double(c(i, j)), want = 0.5 * x * 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + res(i, j);
+      fused_ok = fused_ok && std::fabs(g(i, j) - want) <= 1e-5 * (1 + std::fabs(want));
+    }
+  CHECK(ok);
+  CHECK(rounded);
+  CHECK(fused_ok);
+}
