@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include <tenfold/tenfold.hpp>
 
@@ -51,6 +52,13 @@ struct operands {
   }
 };
 
+// OpenBLAS's idle workers spin (sched_yield) for a while after each call; a benchmark that follows one
+// would share the cores with them. Waiting first (outside the timed loop) gives every implementation an
+// idle machine, as OpenBLAS itself gets (tenfold's pool sleeps on a condition variable at once).
+void let_openblas_workers_sleep() {
+  if (tf::cpu::thread_pool::instance().size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+}
+
 void set_rate(benchmark::State& st, double flops) {
   st.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -58,6 +66,7 @@ void set_rate(benchmark::State& st, double flops) {
 template <index_t M, index_t K, index_t N>
 void bm_tenfold(benchmark::State& st) {
   auto& o = operands<M, K, N>::get();
+  let_openblas_workers_sleep();
   for (auto _ : st) {
     o.c = tf::matmul(o.a, o.b);
     benchmark::DoNotOptimize(o.c.data());
@@ -108,6 +117,7 @@ void fma_loop(float seed) {
 void bm_peak(benchmark::State& st) {
   auto& pool = tf::cpu::thread_pool::instance();
   auto task = [](int t) { fma_loop(float(t)); };
+  let_openblas_workers_sleep();
   for (auto _ : st) pool.run(pool.size(), task);
   set_rate(st, 2.0 * double(tf::cpu::batch<float>::size) * fma_chains * fma_steps * pool.size());
 }

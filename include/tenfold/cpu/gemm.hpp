@@ -122,13 +122,15 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
   }
 }
 
-// How one batch element's C is cut into `parts` independent ranges (one per thread): along N when it has
-// panels enough, so that each thread packs only its own columns of B; along M otherwise.
+// How one batch element's C is cut into `parts` rectangles (one per thread). Along M when there are
+// rows enough: each thread packs only its own rows of A (the scalar, transposing copy) and all of B (a
+// vector copy, the cheaper one to repeat). Along N for a few rows (the inference case), where B is the
+// big operand and each thread then streams only its half of it.
 template <class T>
 gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts) {
   constexpr index_t MR = gemm_tile<T>::MR, NR = gemm_tile<T>::NR;
   auto cut = [&](index_t n, index_t unit, index_t p) { return std::min(n, (n * p / parts + unit - 1) / unit * unit); };
-  if (N >= parts * 2 * NR || M < parts * MR) return {0, M, cut(N, NR, part), cut(N, NR, part + 1)};
-  return {cut(M, MR, part), cut(M, MR, part + 1), 0, N};
+  if (M >= parts * 4 * MR || N < parts * NR) return {cut(M, MR, part), cut(M, MR, part + 1), 0, N};
+  return {0, M, cut(N, NR, part), cut(N, NR, part + 1)};
 }
 } // namespace tenfold::cpu
