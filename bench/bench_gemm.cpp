@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -100,6 +101,45 @@ void bm_eigen(benchmark::State& st) {
   set_rate(st, 2.0 * M * N * K);
 }
 
+// A layer as models use it: relu(x wᵀ + b) with w stored [out, in] (PyTorch's layout, B transposed),
+// the bias and activation in tenfold's store. OpenBLAS runs the same product (CblasTrans) and then the
+// bias + relu as a second pass, which is what a BLAS call leaves to its caller.
+template <index_t N>
+struct layer_operands {
+  tf::Tensor<float, tf::shape<N, N>> x, w, y;
+  tf::Tensor<float, tf::shape<N>> bias;
+  layer_operands() { fill_uniform(x, 3), fill_uniform(w, 4), fill_uniform(bias, 5); }
+  static layer_operands& get() {
+    static layer_operands o;
+    return o;
+  }
+};
+template <index_t N>
+void bm_tenfold_layer(benchmark::State& st) {
+  auto& o = layer_operands<N>::get();
+  let_openblas_workers_sleep();
+  for (auto _ : st) {
+    o.y = tf::relu(tf::matmul(o.x, tf::transpose(o.w)) + o.bias);
+    benchmark::DoNotOptimize(o.y.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * N * N * N);
+}
+template <index_t N>
+void bm_openblas_layer(benchmark::State& st) {
+  auto& o = layer_operands<N>::get();
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, N, 1.0f, o.x.data(), N, o.w.data(), N, 0.0f, o.y.data(), N);
+    float* y = o.y.data();
+    const float* b = o.bias.data();
+    for (index_t i = 0; i < N; ++i)
+      for (index_t j = 0; j < N; ++j) y[i * N + j] = std::max(y[i * N + j] + b[j], 0.0f);
+    benchmark::DoNotOptimize(o.y.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * N * N * N);
+}
+
 // Peak: independent FMA chains (enough to cover latency x ports), one loop per pool thread.
 constexpr int fma_chains = 16;
 constexpr index_t fma_steps = 1 << 20;
@@ -134,6 +174,17 @@ void add_case(const char* label, bool single) {
 }
 
 template <index_t... Ns>
+void add_layers(bool single) {
+  auto reg = [&](std::string name, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
+    if (!single) b->UseRealTime();
+  };
+  ((reg("gemm/tenfold/layer" + std::to_string(Ns), bm_tenfold_layer<Ns>),
+    reg("gemm/openblas/layer" + std::to_string(Ns), bm_openblas_layer<Ns>)),
+   ...);
+}
+
+template <index_t... Ns>
 void add_squares(bool single) {
   (add_case<Ns, Ns, Ns>(("n" + std::to_string(Ns)).c_str(), single), ...);
 }
@@ -152,6 +203,7 @@ int main(int argc, char** argv) {
   if (!single) peak->UseRealTime();
   add_squares<4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048>(single);
   add_skinny<1, 2, 4, 8, 16>(single);
+  add_layers<256, 1024>(single);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -34,12 +34,20 @@ def table(path, threads):
         rule += "--:|--:|"
     lines = [f"Measured peak (FMA loop, {threads} thread{'s' if threads > 1 else ''}): **{peak:.1f} GFLOP/s**", "", head, rule]
     for case, m in cases.items():
-        label = case.replace("n", "n = ", 1) if case.startswith("n") else case.replace("_", ", ").replace("m", "M = ", 1).replace("k", "K = ").replace("n", "N = ")
+        if case.startswith("layer"):
+            n = case[len("layer"):]
+            label = f"layer relu(x wᵀ + b), n = {n} (OpenBLAS: sgemm + a bias/relu pass)"
+        elif case.startswith("n"):
+            label = case.replace("n", "n = ", 1)
+        else:
+            label = case.replace("_", ", ").replace("m", "M = ", 1).replace("k", "K = ").replace("n", "N = ")
         t, o = m["tenfold"], m["openblas"]
+        if "eigen" not in m:
+            m["eigen"] = float("nan")
         row = f"| {label} | {t:.1f} | {100 * t / peak:.0f}% | {o:.1f} | {100 * o / peak:.0f}% | {t / o:.2f} |"
         if eigen:
             e = m["eigen"]
-            row += f" {e:.1f} | {t / e:.2f} |"
+            row += " – | – |" if e != e else f" {e:.1f} | {t / e:.2f} |"
         lines.append(row)
     return "\n".join(lines)
 

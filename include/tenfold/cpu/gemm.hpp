@@ -101,7 +101,7 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
       pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
       for (index_t i0 = r0; i0 < r1; i0 += Bk::MC) {
         const index_t mc = std::min(Bk::MC, r1 - i0);
-        T* ap = ws.a.get(mc * kc);
+        T* ap = ws.a.get(mc * kc + G::W); // slack for pack_a's gathers
         pack_a<T>(a, i0, mc, k0, kc, ap);
         index_t ldc;
         T* cblk;

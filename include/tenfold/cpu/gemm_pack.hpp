@@ -13,6 +13,27 @@ struct matrix_ref {
   index_t rs, cs;
 };
 
+// Packing that transposes (a row-major A, or a B stored [N, K] as linear's weight) with hardware
+// gathers: one instruction per k and vector, where a scalar copy moves each value on its own (the
+// packing was 5-9% of a 1024^3 product with scalar copies, about half that with gathers).
+template <class T, class E>
+inline constexpr bool gather_pack_v = std::is_same_v<T, E> && (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+                                      requires(const T* q, xsimd::batch<std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>> i) {
+                                        xsimd::kernel::gather(q, i, typename batch<T>::arch_type{});
+                                      };
+template <class T>
+void gather_panel(const T* src, index_t cs, index_t kc, T* out) {
+  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  constexpr index_t W = gemm_tile<T>::W, NV = gemm_tile<T>::NV;
+  alignas(default_alignment) I offsets[W];
+  for (index_t c = 0; c < W; ++c) offsets[c] = I(c * cs);
+  const auto idx = xsimd::batch<I>::load_aligned(offsets);
+  for (index_t k = 0; k < kc; ++k)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v)
+      xsimd::kernel::gather(src + k + v * W * cs, idx, typename batch<T>::arch_type{}).store_aligned(out + k * NV * W + v * W);
+}
+
 // A[i0 : i0+mc, k0 : k0+kc] as MR-row panels, k-major inside a panel (out[k * rows + r]). The last
 // panel keeps only its rows (a kernel with that many rows reads it), so nothing is padded.
 template <class T, class E>
@@ -24,6 +45,18 @@ void pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t 
     if (a.rs == 1) { // A stored transposed: the rows of a panel are adjacent for each k
       for (index_t k = 0; k < kc; ++k, src += a.cs, out += rows)
         for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(src[r]);
+    } else if (gather_pack_v<T, E> && rows == MR && MR <= gemm_tile<T>::W && a.rs * MR < (index_t(1) << 30)) {
+      // All MR rows of a k in one gather; its store runs W - MR values into the next k's slot (written
+      // next) or past the panel (the workspace has W values of slack).
+      if constexpr (gather_pack_v<T, E>) {
+        using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+        constexpr index_t W = gemm_tile<T>::W;
+        alignas(default_alignment) I offsets[W];
+        for (index_t r = 0; r < W; ++r) offsets[r] = I(std::min(r, MR - 1) * a.rs);
+        const auto idx = xsimd::batch<I>::load_aligned(offsets);
+        for (index_t k = 0; k < kc; ++k, src += a.cs, out += MR)
+          xsimd::kernel::gather(src, idx, typename batch<T>::arch_type{}).store_unaligned(out);
+      }
     } else if (rows == MR) {
       for (index_t k = 0; k < kc; ++k, src += a.cs, out += MR)
 #pragma GCC unroll 16
@@ -56,6 +89,12 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
   for (index_t q = full; q < nc; q += NR, out += kc * NR) {
     const index_t cols = std::min(NR, nc - q);
     const E* src = b.p + k0 * b.rs + (j0 + q) * b.cs;
+    if constexpr (gather_pack_v<T, E>) {
+      if (b.rs == 1 && cols == NR && b.cs * NR < (index_t(1) << 30)) {
+        gather_panel<T>(src, b.cs, kc, out);
+        continue;
+      }
+    }
     if (b.rs == 1) { // B stored transposed ([N, K], as linear's weight): k is adjacent per column
       for (index_t c = 0; c < cols; ++c)
         for (index_t k = 0; k < kc; ++k) out[k * NR + c] = static_cast<T>(src[c * b.cs + k]);
