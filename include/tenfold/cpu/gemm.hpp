@@ -113,7 +113,7 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
           const T* bq = q < full ? reinterpret_cast<const T*>(b.p) + k0 * b.rs + j0 + q : bp + (q - full) * kc;
           const index_t ldb = q < full ? b.rs : NR;
           for (index_t p = 0; p < mc; p += MR)
-            kernels[std::min(MR, mc - p) - 1](ap + p * kc, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
+            kernels[cols == NR][std::min(MR, mc - p) - 1](ap + p * kc, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
         }
         if constexpr (!Out::direct)
           if (last) out.epilogue(static_cast<const T*>(cblk), ldc, i0, mc, j0, nc);

@@ -28,7 +28,7 @@ struct gemm_tile {
 // packed k-major (a[k * Rows + r]) and B's k-th row of NR values starts at b + k * ldb (ldb = NR for a
 // packed panel; the operand's own row stride when B is read in place). cols < NR goes through a
 // register-sized buffer so that nothing past the tile is touched.
-template <class T, int Rows>
+template <class T, int Rows, bool Full>
 void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols, bool accumulate) {
   using G = gemm_tile<T>;
   using B = batch<T>;
@@ -58,7 +58,9 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
     a += Rows;
     b += ldb;
   }
-  if (cols == G::NR) {
+  // Full tiles (the common case) are a separate instantiation, so that no branch on cols keeps the
+  // accumulators from going straight from registers to C.
+  if constexpr (Full) {
 #pragma GCC unroll 16
     for (int r = 0; r < Rows; ++r)
 #pragma GCC unroll 4
@@ -76,11 +78,15 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
   }
 }
 
-// The kernel for `rows` (1..MR) rows, chosen at run time from a table built at compile time.
+// The kernel for `rows` (1..MR) rows and full (NR) or partial columns, chosen at run time from a table
+// built at compile time: gemm_kernels<T>[cols == NR][rows - 1].
 template <class T>
 using gemm_kernel_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, index_t, bool);
-template <class T>
-inline constexpr auto gemm_kernels = []<std::size_t... R>(std::index_sequence<R...>) {
-  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1>...};
+template <class T, bool Full>
+inline constexpr auto gemm_kernel_row = []<std::size_t... R>(std::index_sequence<R...>) {
+  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, Full>...};
 }(std::make_index_sequence<gemm_tile<T>::MR>{});
+template <class T>
+inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernels{gemm_kernel_row<T, false>,
+                                                                                               gemm_kernel_row<T, true>};
 } // namespace tenfold::cpu
