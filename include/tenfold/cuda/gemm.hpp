@@ -126,10 +126,9 @@ inline constexpr int a_elems = BM * BK / threads, b_elems = BK * BN / threads; /
 // base pointer's alignment is checked on the host).
 template <class L>
 constexpr bool vector_rows() {
-  if (L::strides[L::rank - 1] != 1 || L::offset % 8 != 0) return false;
-  for (int i = 0; i + 1 < L::rank; ++i)
-    if (L::strides[i] % 8 != 0) return false;
-  return true;
+  bool ok = L::strides[L::rank - 1] == 1 && L::offset % 8 == 0;
+  for (int i = 0; i + 1 < L::rank; ++i) ok = ok && L::strides[i] % 8 == 0;
+  return ok;
 }
 template <class L>
 inline constexpr bool vector_rows_v = vector_rows<L>();

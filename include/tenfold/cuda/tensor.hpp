@@ -45,9 +45,13 @@ class Tensor {
   static constexpr index_t size() { return S::size; }
   static constexpr std::size_t bytes = std::size_t(S::size) * sizeof(T);
 
-  // Zero-filled, as a host Tensor is: a fresh tensor never holds garbage.
+  // Zero-filled, as a host Tensor is: a fresh tensor never holds garbage. The fill is complete on
+  // return, so a kernel on any stream (a non-blocking one included) sees zeros, never a late memset.
   Tensor() : buffer_(bytes) {
-    if (bytes) TENFOLD_CUDA_CHECK(cudaMemset(buffer_.data(), 0, bytes));
+    if (bytes) {
+      TENFOLD_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), 0, bytes, nullptr));
+      TENFOLD_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    }
   }
   // Deep copies are spelled out (clone), never implied by `auto a = b;`.
   Tensor(const Tensor&) = delete;

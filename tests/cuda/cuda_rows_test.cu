@@ -1,0 +1,126 @@
+// Reductions over any axes, the row-fused composites (one kernel each) and views, on the device
+// against the CPU evaluator on the same inputs.
+#include "cuda_test_support.hpp"
+
+using namespace tenfold;
+
+namespace {
+template <class T, class S>
+void check_close(const Tensor<T, S>& cpu, const Tensor<T, S>& got, double rel, const char* what) {
+  double worst = 0;
+  for (index_t i = 0; i < S::size; ++i) {
+    const double a = double(cpu.data()[i]), b = double(got.data()[i]);
+    const double err = (std::isnan(a) && std::isnan(b)) ? 0 : std::fabs(a - b) / std::max(1e-30, std::max(std::fabs(a), 1e-3));
+    worst = std::max(worst, err);
+  }
+  INFO(what << ": worst relative error " << worst);
+  CHECK(worst <= rel);
+}
+
+// Rows short enough for a warp each, and long enough for a block each.
+template <index_t Rows, index_t Cols>
+void composites() {
+  using S = shape<Rows, Cols>;
+  const auto x = test::random_tensor<float, S>(-8, 8, 3);
+  const auto g = test::random_tensor<float, shape<Cols>>(0.5, 1.5, 4);
+  const auto b = test::random_tensor<float, shape<Cols>>(-1, 1, 5);
+  Tensor<std::int64_t, shape<Rows>> labels;
+  for (index_t i = 0; i < Rows; ++i) labels(i) = (i * 7) % Cols;
+  const auto dx = cuda::to_device(x);
+  const auto dg = cuda::to_device(g);
+  const auto db = cuda::to_device(b);
+  const auto dl = cuda::to_device(labels);
+  cuda::Tensor<float, S> out;
+
+  out = softmax(dx.expr());
+  check_close(Tensor<float, S>(softmax(x)), cuda::to_host(out), 1e-5, "softmax");
+  out = log_softmax(dx.expr());
+  check_close(Tensor<float, S>(log_softmax(x)), cuda::to_host(out), 1e-5, "log_softmax");
+  out = layer_norm(dx.expr(), dg.expr(), db.expr());
+  check_close(Tensor<float, S>(layer_norm(x, g, b)), cuda::to_host(out), 1e-4, "layer_norm");
+  out = rms_norm(dx.expr(), dg.expr());
+  check_close(Tensor<float, S>(rms_norm(x, g)), cuda::to_host(out), 1e-5, "rms_norm");
+  cuda::Tensor<float> loss;
+  loss = cross_entropy(dx.expr(), dl.expr());
+  check_close(Tensor<float>(cross_entropy(x, labels)), cuda::to_host(loss), 1e-5, "cross_entropy");
+}
+} // namespace
+
+TEST_CASE("row-fused composites match the CPU (a warp per row)") {
+  TENFOLD_REQUIRE_DEVICE();
+  composites<67, 1000>(); // 67 rows: the last block has 3 of its 8 warps idle
+}
+TEST_CASE("row-fused composites match the CPU (a block per row)") {
+  TENFOLD_REQUIRE_DEVICE();
+  composites<9, 5000>();
+}
+
+TEST_CASE("reductions over any axes match the CPU") {
+  TENFOLD_REQUIRE_DEVICE();
+  using S = shape<6, 35, 129>;
+  const auto x = test::random_tensor<float, S>(-2, 2, 9);
+  const auto dx = cuda::to_device(x);
+  {
+    cuda::Tensor<float, shape<6, 35>> o;
+    o = sum(dx.expr(), axis<2>);
+    check_close(Tensor<float, shape<6, 35>>(sum(x, axis<2>)), cuda::to_host(o), 1e-5, "sum, innermost axis");
+    o = var(dx.expr(), axis<-1>);
+    check_close(Tensor<float, shape<6, 35>>(var(x, axis<-1>)), cuda::to_host(o), 1e-5, "var, innermost axis");
+    o = logsumexp(dx.expr(), axis<2>);
+    check_close(Tensor<float, shape<6, 35>>(logsumexp(x, axis<2>)), cuda::to_host(o), 1e-6, "logsumexp");
+  }
+  {
+    cuda::Tensor<float, shape<35, 129>> o;
+    o = max(dx.expr(), axis<0>);
+    check_close(Tensor<float, shape<35, 129>>(max(x, axis<0>)), cuda::to_host(o), 0, "max, leading axis");
+  }
+  {
+    cuda::Tensor<float, shape<35>> o;
+    o = mean(dx.expr(), axes<0, 2>);
+    check_close(Tensor<float, shape<35>>(mean(x, axes<0, 2>)), cuda::to_host(o), 1e-5, "mean, axes 0 and 2");
+  }
+  {
+    cuda::Tensor<float> o;
+    o = norm(dx.expr());
+    check_close(Tensor<float>(norm(x)), cuda::to_host(o), 1e-5, "norm, all axes");
+  }
+  {
+    // argmax with ties: the first index wins on both backends.
+    Tensor<float, shape<4, 300>> t;
+    for (index_t i = 0; i < t.size(); ++i) t.data()[i] = float((i * 37) % 11);
+    const auto dt = cuda::to_device(t);
+    cuda::Tensor<std::int64_t, shape<4>> o;
+    o = argmax(dt.expr(), axis<1>);
+    const Tensor<std::int64_t, shape<4>> cpu = argmax(t, axis<1>), got = cuda::to_host(o);
+    for (index_t i = 0; i < 4; ++i) CHECK(cpu(i) == got(i));
+  }
+  {
+    cuda::Tensor<float, S> o;
+    o = cumsum(dx.expr(), axis<1>);
+    check_close(Tensor<float, S>(cumsum(x, axis<1>)), cuda::to_host(o), 1e-5, "cumsum");
+  }
+}
+
+TEST_CASE("views and materialised intermediates match the CPU") {
+  TENFOLD_REQUIRE_DEVICE();
+  using S = shape<24, 40>;
+  const auto x = test::random_tensor<float, S>(-1, 1, 11);
+  const auto dx = cuda::to_device(x);
+  cuda::Tensor<float, shape<40, 24>> t;
+  t = transpose(dx.expr()) * 2.0f + flip<0>(transpose(dx.expr()));
+  check_close(Tensor<float, shape<40, 24>>(transpose(x) * 2.0f + flip<0>(transpose(x))), cuda::to_host(t), 1e-6, "transpose + flip");
+  cuda::Tensor<float, shape<26, 40>> p;
+  p = pad<1, 1, 0, 0>(dx.expr(), 3.0f) + 1.0f;
+  check_close(Tensor<float, shape<26, 40>>(pad<1, 1, 0, 0>(x, 3.0f) + 1.0f), cuda::to_host(p), 1e-6, "pad");
+  // A reduction read along rows it does not reduce materialises into the arena first.
+  cuda::Tensor<float, S> m;
+  m = dx.expr() - sum(dx.expr(), axis<0>, keepdims);
+  check_close(Tensor<float, S>(x - sum(x, axis<0>, keepdims)), cuda::to_host(m), 1e-5, "column-centred");
+  // In place through another index map: evaluated aside.
+  cuda::Tensor<float, shape<40, 40>> sq;
+  const auto ys = test::random_tensor<float, shape<40, 40>>(-1, 1, 12);
+  const auto dys = cuda::to_device(ys);
+  sq = dys.expr();
+  sq = transpose(sq.expr()) + 1.0f;
+  check_close(Tensor<float, shape<40, 40>>(transpose(ys) + 1.0f), cuda::to_host(sq), 0, "x = transpose(x) + 1");
+}
