@@ -159,3 +159,12 @@ TEST_CASE("a destination read through another index map is detected") {
   CHECK(cd::aliases(out, detail::as_node(same - max(same, axis<1>, keepdims)))); // read by a reduction
   CHECK_FALSE(cd::aliases(out, detail::as_node(other * 2.0f)));
 }
+
+TEST_CASE("without a device, a launch fails with an error naming the kernel") {
+  if (cuda::device_available()) return; // (on a GPU these fake pointers would be launched for real)
+  const auto x = cuda::leaf_at<const float, shape<100, 100>>(fake(1 << 20));
+  auto out = cuda::leaf_at<float, shape<100, 100>>(fake(1 << 22));
+  // Nothing to materialise, so no arena is allocated: the first runtime call is the launch itself.
+  CHECK_THROWS_WITH(cuda::eval(out, exp(x) * 2.0f), Catch::Contains("tenfold::cuda flat elementwise kernel failed: "));
+  CHECK_THROWS_WITH(cuda::eval(out, softmax(x)), Catch::Contains("tenfold::cuda row kernel failed: "));
+}
