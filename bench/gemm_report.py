@@ -33,7 +33,12 @@ def table(path, threads):
         head += " Eigen GFLOP/s | tenfold/Eigen |"
         rule += "--:|--:|"
     lines = [f"Measured peak (FMA loop, {threads} thread{'s' if threads > 1 else ''}): **{peak:.1f} GFLOP/s**", "", head, rule]
-    for case, m in cases.items():
+    def order(case):  # squares by n, then M x 4096 x 4096 by M, then the layers
+        kind = 0 if case.startswith("n") else 1 if case.startswith("m") else 2
+        digits = "".join(ch for ch in case.split("_")[0] if ch.isdigit())
+        return (kind, int(digits))
+
+    for case, m in sorted(cases.items(), key=lambda cm: order(cm[0])):
         if case.startswith("layer"):
             n = case[len("layer"):]
             label = f"layer relu(x wᵀ + b), n = {n} (OpenBLAS: sgemm + a bias/relu pass)"

@@ -15,15 +15,26 @@
 
 namespace tenfold::cpu {
 
+// Cache blocking, sized for the bench machine's caches (48 KiB L1d, 2 MiB L2 per core; bench/RESULTS.md
+// has the measurements). A build for other caches can set TENFOLD_GEMM_KC / _MC_PANELS / _NC_PANELS.
+#ifndef TENFOLD_GEMM_KC
+#define TENFOLD_GEMM_KC 256
+#endif
+#ifndef TENFOLD_GEMM_MC_PANELS
+#define TENFOLD_GEMM_MC_PANELS 24
+#endif
+#ifndef TENFOLD_GEMM_NC_PANELS
+#define TENFOLD_GEMM_NC_PANELS 32
+#endif
 template <class T>
 struct gemm_blocking {
   using G = gemm_tile<T>;
   // A KC x NR panel of B plus an MR x KC panel of A fit the 48 KiB L1 with room for C's tile.
-  static constexpr index_t KC = 384;
+  static constexpr index_t KC = TENFOLD_GEMM_KC;
   // An MC x KC block of A takes about a sixth of the 2 MiB L2, leaving it for the B block and C.
-  static constexpr index_t MC = G::MR * 24;
+  static constexpr index_t MC = G::MR * TENFOLD_GEMM_MC_PANELS;
   // A KC x NC block of B (1 MiB in f32) is read once per MC block, from L2 or L3.
-  static constexpr index_t NC = G::NR * 32;
+  static constexpr index_t NC = G::NR * TENFOLD_GEMM_NC_PANELS;
   // B read in place (not packed) when a range has at most this many rows, in slices of this many k.
   static constexpr index_t MR_in_place = 2 * G::MR, KC_in_place = 32;
 };
