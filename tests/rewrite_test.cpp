@@ -62,3 +62,39 @@ TEST_CASE("rewritten expressions compute what they stand for", "[rewrite]") {
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 5; ++j) CHECK(t(j, i) == m(i, j));
 }
+
+// Online softmax: the plain definitions of softmax and log_softmax become one shifted log-sum-exp
+// reduction (max and sum in one pass) and one elementwise tail without a division.
+namespace {
+using X = detail::node_t<decltype(x)&>;
+using lse_t = detail::reduce_node<ops::shifted_logsumexp, X, detail::canon(std::array<bool, 2>{false, true}), true>;
+} // namespace
+static_assert(same<decltype(softmax(x)), decltype(exp(x - std::declval<lse_t>()))>);
+static_assert(same<decltype(log_softmax(x)), decltype(x - std::declval<lse_t>())>);
+static_assert(plan_of<decltype(softmax(x))>::nests == 1 && plan_of<decltype(softmax(x))>::buffers == 0);
+
+TEST_CASE("online softmax gives the definition's values", "[rewrite]") {
+  rng g(32);
+  Tensor<float, shape<5, 3000>> v = normal<shape<5, 3000>>(g, 0.0f, 30.0f);
+  v(1, 7) = -std::numeric_limits<float>::infinity();
+  v(2, 2999) = std::numeric_limits<float>::infinity(); // the definition gives NaN for the whole row
+  v(3, 100) = std::numeric_limits<float>::quiet_NaN();
+  Tensor<float, shape<5, 3000>> p = softmax(v), lp = log_softmax(v);
+  for (int i = 0; i < 5; ++i) {
+    long double m = -INFINITY, s = 0;
+    for (int j = 0; j < 3000; ++j) m = std::isnan(v(i, j)) || v(i, j) > m ? v(i, j) : m;
+    for (int j = 0; j < 3000; ++j) s += std::exp((long double)v(i, j) - m);
+    int bad = 0;
+    for (int j = 0; j < 3000; ++j) {
+      const long double want = std::exp((long double)v(i, j) - m) / s, want_log = (long double)v(i, j) - m - std::log(s);
+      if (std::isnan(want)) bad += !std::isnan(p(i, j)) + !std::isnan(lp(i, j));
+      else {
+        bad += !(std::abs(p(i, j) - want) <= 1e-6 * want + 1e-30);
+        if (std::isinf(want_log)) bad += lp(i, j) != want_log;
+        else bad += !(std::abs(lp(i, j) - want_log) <= 1e-5 * (1 + std::abs(want_log)));
+      }
+    }
+    CHECK(bad == 0);
+  }
+  CHECK(p(1, 7) == 0.0f);
+}

@@ -27,6 +27,11 @@ inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> &&
 // Reduce positions [lo, hi) of a run (at most one block) starting at reduced position `base`.
 template <class Op, class I, class A, class Row>
 TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_t base) {
+  // An op whose accumulator is not one vector (logsumexp's running max and sum) may reduce a whole
+  // block itself.
+  if constexpr (lane_type_v<I> && std::is_same_v<decltype(row.load(0)), batch<I>> &&
+                requires { Op::template simd_block<A, I>(row, lo, hi); })
+    return Op::template simd_block<A, I>(row, lo, hi);
   A acc = Op::template identity<A>();
   index_t j = lo;
   if constexpr (simd_reducible<Op, I, A> && std::is_same_v<decltype(row.load(0)), batch<I>>) {

@@ -3,24 +3,10 @@
 // broadcasting and scalar operands for the elementwise ones, axis lists and keepdims for reductions.
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
+#include "tenfold/ops/rewrite.hpp"
 #include "tenfold/ops/table.hpp"
 
 namespace tenfold {
-
-// literal<V>: a constant known at compile time (`x * literal<1>` is x itself, see make_map).
-template <auto V>
-struct literal_t {
-  static constexpr auto value = V;
-};
-template <auto V>
-inline constexpr literal_t<V> literal{};
-
-namespace detail {
-template <class X>
-inline constexpr bool is_literal_v = false;
-template <auto V>
-inline constexpr bool is_literal_v<literal_t<V>> = true;
-} // namespace detail
 
 template <class X>
 concept operand = expression<X> || arithmetic_scalar<X> || detail::is_literal_v<std::remove_cvref_t<X>>;
@@ -58,50 +44,18 @@ auto map_of(N&&... nodes) {
   return map_node<Op, decltype(expand_to<S>(std::forward<N>(nodes)))...>{{}, {expand_to<S>(std::forward<N>(nodes))...}};
 }
 
-// Compile-time rewrites of one elementwise op: x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 and x ** 1 are x
-// (when that changes neither the shape nor the element type); x ** 2 is square(x).
-template <auto V, class X>
-constexpr bool literal_is() {
-  if constexpr (is_literal_v<X>) return X::value == V;
-  else return false;
-}
-template <class Op, class... X>
-constexpr int identity_operand() {
-  if constexpr (sizeof...(X) != 2) return -1;
-  else {
-    using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<X...>>>;
-    using B = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<X...>>>;
-    if constexpr (std::is_same_v<Op, ops::mul>) return literal_is<1, B>() ? 0 : literal_is<1, A>() ? 1 : -1;
-    else if constexpr (std::is_same_v<Op, ops::add>) return literal_is<0, B>() ? 0 : literal_is<0, A>() ? 1 : -1;
-    else if constexpr (std::is_same_v<Op, ops::sub>) return literal_is<0, B>() ? 0 : -1;
-    else if constexpr (std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::pow>) return literal_is<1, B>() ? 0 : -1;
-    else return -1;
-  }
-}
-
 template <class Op, class... X>
 auto make_map_plain(X&&... x) {
   using Common = tensor_common_t<X...>;
   return map_of<Op>(to_node<Common>(std::forward<X>(x))...);
 }
 
+// Every elementwise node is built here: a compile-time rewrite (ops/rewrite.hpp) may stand in for it.
 template <class Op, class... X>
 auto make_map(X&&... x) {
-  constexpr int k = identity_operand<Op, X...>();
-  if constexpr (k >= 0) {
-    using Kept = std::tuple_element_t<k, std::tuple<X...>>;
-    using Full = decltype(make_map_plain<Op>(std::declval<X>()...));
-    if constexpr (std::is_same_v<typename node_t<Kept>::value_type, typename Full::value_type> &&
-                  std::is_same_v<typename node_t<Kept>::shape_type, typename Full::shape_type>)
-      return as_node(std::get<k>(std::forward_as_tuple(std::forward<X>(x)...)));
-    else return make_map_plain<Op>(std::forward<X>(x)...);
-  } else if constexpr (std::is_same_v<Op, ops::pow> && sizeof...(X) == 2) {
-    if constexpr (literal_is<2, std::remove_cvref_t<std::tuple_element_t<1, std::tuple<X...>>>>())
-      return make_map_plain<ops::square>(std::get<0>(std::forward_as_tuple(std::forward<X>(x)...)));
-    else return make_map_plain<Op>(std::forward<X>(x)...);
-  } else {
-    return make_map_plain<Op>(std::forward<X>(x)...);
-  }
+  using R = rewrite_rule<Op, std::remove_cvref_t<X>...>;
+  if constexpr (R::applies) return R::apply(std::forward<X>(x)...);
+  else return make_map_plain<Op>(std::forward<X>(x)...);
 }
 } // namespace detail
 

@@ -213,8 +213,52 @@ template <class T>
 struct max_sum {
   T m, s;
 };
+// A block of a run for the logsumexp family (at most 1024 elements, so it stays in L1 between the two
+// sweeps): the block's max in one vector sweep, Σ exp(x - max) in a second — one exp per element, no
+// rescaling; blocks then merge with Op::merge. A block holding ±inf or NaN takes Op's scalar combine,
+// which spells those cases out.
+template <class Op, class A, class I, class Row>
+A logsumexp_block(const Row& row, index_t lo, index_t hi) {
+  using B = xsimd::batch<I>;
+  constexpr index_t w = B::size;
+  A acc = Op::template identity<A>();
+  index_t j = lo;
+  I m = -std::numeric_limits<I>::infinity();
+  if (hi - lo >= w) {
+    B mv = row.load(lo);
+    for (j = lo + w; j + w <= hi; j += w) {
+      const B x = row.load(j);
+      mv = xsimd::select(x > mv || xsimd::isnan(x), x, mv);
+    }
+    alignas(64) I lane[w];
+    mv.store_aligned(lane);
+    for (index_t k = 0; k < w; ++k) m = lane[k] > m || lane[k] != lane[k] ? lane[k] : m;
+  }
+  for (; j < hi; ++j) {
+    const I x = static_cast<I>(row.scalar(j));
+    m = x > m || x != x ? x : m;
+  }
+  if (!(std::abs(m) <= std::numeric_limits<I>::max())) { // ±inf or NaN somewhere: the careful path
+    for (j = lo; j < hi; ++j) acc = Op::combine(acc, static_cast<I>(row.scalar(j)), j);
+    return acc;
+  }
+  const B mb(m);
+  B s0(I(0)), s1(I(0));
+  for (j = lo; j + 2 * w <= hi; j += 2 * w) {
+    s0 += ops::exp::simd(row.load(j) - mb);
+    s1 += ops::exp::simd(row.load(j + w) - mb);
+  }
+  for (; j + w <= hi; j += w) s0 += ops::exp::simd(row.load(j) - mb);
+  I s = xsimd::hadd(s0 + s1);
+  for (; j < hi; ++j) s += std::exp(static_cast<I>(row.scalar(j)) - m);
+  return Op::merge(acc, A{m, s});
+}
+
 struct logsumexp : reduction<logsumexp, reduce_result::floating> {
   TENFOLD_OP_NAME(logsumexp);
+  template <class A, class I, class Row> static A simd_block(const Row& row, index_t lo, index_t hi) {
+    return logsumexp_block<logsumexp, A, I>(row, lo, hi);
+  }
   template <class I> using acc_type = max_sum<I>;
   template <class A> TENFOLD_HD static constexpr A identity() {
     using T = decltype(A::m);
@@ -241,6 +285,27 @@ struct logsumexp : reduction<logsumexp, reduce_result::floating> {
   }
   static constexpr test_spec test{.lo = -50, .hi = 50, .ulps = 4};
   static constexpr bench_spec bench{.flops = 22};
+};
+// max(x) + log Σ exp(x - max(x)) exactly as that definition evaluates it in IEEE arithmetic: a +inf
+// anywhere makes some x - max NaN, so the result is NaN (logsumexp itself says +inf). Not a user-facing
+// op: it is what softmax's definition is rewritten to (ops/rewrite.hpp), so the rewrite changes no value
+// in any special case.
+struct shifted_logsumexp : logsumexp {
+  static constexpr std::string_view name = "logsumexp";
+  template <class A> TENFOLD_HD static A merge(A a, A b) {
+    using T = decltype(A::m);
+    if (a.m == std::numeric_limits<T>::infinity() || b.m == std::numeric_limits<T>::infinity()) return {T(NAN), T(NAN)};
+    return logsumexp::merge(a, b);
+  }
+  template <class A, class X> TENFOLD_HD static A combine(A a, X x, index_t) { return merge(a, A{x, decltype(A::s)(1)}); }
+  template <class A, class I, class Row> static A simd_block(const Row& row, index_t lo, index_t hi) {
+    return logsumexp_block<shifted_logsumexp, A, I>(row, lo, hi);
+  }
+  static long double reference(const long double* x, index_t n) {
+    for (index_t i = 0; i < n; ++i)
+      if (x[i] == INFINITY) return NAN;
+    return logsumexp::reference(x, n);
+  }
 };
 // Euclidean norm. Σ x² in the accumulator type: overflows only where x² itself would.
 struct norm : reduction<norm, reduce_result::floating> {

@@ -1,0 +1,121 @@
+#pragma once
+// Compile-time rewrites. Every elementwise node is built through `rewrite_rule<Op, Operands...>`; a rule
+// that applies builds something cheaper that computes the same values, so the rewrite is visible in
+// the expression's type (tests/rewrite_test.cpp checks them with std::is_same):
+//  - identities with compile-time constants: x * literal<1>, x + literal<0>, x - literal<0>,
+//    x / literal<1>, pow(x, literal<1>) are x; pow(x, literal<2>) is square(x);
+//  - online softmax: exp(x - max(x)) / sum(exp(x - max(x))) — the plain definition of softmax — is
+//    exp(x - lse(x)) with lse = max + log Σ exp(x - max) computed in one pass over x (one reduction
+//    instead of two, and no division); likewise (x - max) - log(sum(exp(x - max))), log_softmax, is
+//    x - lse(x). lse is ops::shifted_logsumexp, which keeps the definition's IEEE results for ±inf
+//    and NaN, so no value changes.
+// (Views are simplified where they are applied: core/view.hpp composes views of views.)
+#include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/view.hpp"
+#include "tenfold/ops/table.hpp"
+
+namespace tenfold {
+
+// literal<V>: a constant known at compile time (`x * literal<1>` is x itself, see make_map).
+template <auto V>
+struct literal_t {
+  static constexpr auto value = V;
+};
+template <auto V>
+inline constexpr literal_t<V> literal{};
+
+namespace detail {
+template <class X>
+inline constexpr bool is_literal_v = false;
+template <auto V>
+inline constexpr bool is_literal_v<literal_t<V>> = true;
+} // namespace detail
+
+namespace detail {
+template <class Op, class... X>
+auto make_map_plain(X&&... x); // ops/api.hpp: the node without rewrites
+
+// Compile-time rewrites of one elementwise op: x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 and x ** 1 are x
+// (when that changes neither the shape nor the element type); x ** 2 is square(x).
+template <auto V, class X>
+constexpr bool literal_is() {
+  if constexpr (is_literal_v<X>) return X::value == V;
+  else return false;
+}
+template <class Op, class... X>
+constexpr int identity_operand() {
+  if constexpr (sizeof...(X) != 2) return -1;
+  else {
+    using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<X...>>>;
+    using B = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<X...>>>;
+    if constexpr (std::is_same_v<Op, ops::mul>) return literal_is<1, B>() ? 0 : literal_is<1, A>() ? 1 : -1;
+    else if constexpr (std::is_same_v<Op, ops::add>) return literal_is<0, B>() ? 0 : literal_is<0, A>() ? 1 : -1;
+    else if constexpr (std::is_same_v<Op, ops::sub>) return literal_is<0, B>() ? 0 : -1;
+    else if constexpr (std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::pow>) return literal_is<1, B>() ? 0 : -1;
+    else return -1;
+  }
+}
+
+// The general rule: the identities above.
+template <class Op, class... X>
+struct rewrite_rule {
+  static constexpr int kept = identity_operand<Op, X...>();
+  static constexpr bool square = [] {
+    if constexpr (std::is_same_v<Op, ops::pow> && sizeof...(X) == 2) return literal_is<2, std::tuple_element_t<1, std::tuple<X...>>>();
+    else return false;
+  }();
+  // Only where the result keeps the plain node's shape and element type.
+  static constexpr bool same_type() {
+    if constexpr (kept < 0) return false;
+    else {
+      using Kept = node_t<std::tuple_element_t<kept, std::tuple<X...>>>;
+      using Full = decltype(make_map_plain<Op>(std::declval<X>()...));
+      return std::is_same_v<typename Kept::value_type, typename Full::value_type> &&
+             std::is_same_v<typename Kept::shape_type, typename Full::shape_type>;
+    }
+  }
+  static constexpr bool applies = square || same_type();
+  template <class... Y>
+  static auto apply(Y&&... y) {
+    if constexpr (square) return make_map_plain<ops::square>(std::get<0>(std::forward_as_tuple(std::forward<Y>(y)...)));
+    else return as_node(std::get<kept>(std::forward_as_tuple(std::forward<Y>(y)...)));
+  }
+};
+
+// x - lse(x): the shifted log-sum-exp over the axes of Mask, broadcast back.
+template <class Mask_holder, class X>
+auto minus_lse(const X& x) {
+  return make_map_plain<ops::sub>(x, reduce_node<ops::shifted_logsumexp, X, Mask_holder::value, true>{{}, x});
+}
+template <auto Mask>
+struct mask_holder {
+  static constexpr auto value = Mask;
+};
+
+// softmax: exp(x - max) / sum(exp(x - max)) -> exp(x - lse(x)).
+template <class X, class M, auto Mask>
+struct rewrite_rule<ops::div, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>,
+                    reduce_node<ops::sum, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>, Mask, true>> {
+  using E = map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>;
+  static auto build(const E& e) { return make_map_plain<ops::exp>(minus_lse<mask_holder<Mask>>(std::get<0>(std::get<0>(e.args).args))); }
+  static constexpr bool applies = std::is_same_v<typename decltype(build(std::declval<const E&>()))::value_type, typename E::value_type>;
+  template <class A, class B>
+  static auto apply(A&& e, B&&) {
+    return build(e);
+  }
+};
+
+// log_softmax: (x - max) - log(sum(exp(x - max))) -> x - lse(x).
+template <class X, class M, auto Mask>
+struct rewrite_rule<ops::sub, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>,
+                    map_node<ops::log, reduce_node<ops::sum, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>, Mask, true>>> {
+  using S = map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>;
+  static auto build(const S& s) { return minus_lse<mask_holder<Mask>>(std::get<0>(s.args)); }
+  static constexpr bool applies = std::is_same_v<typename decltype(build(std::declval<const S&>()))::value_type, typename S::value_type>;
+  template <class A, class B>
+  static auto apply(A&& s, B&&) {
+    return build(s);
+  }
+};
+} // namespace detail
+} // namespace tenfold
