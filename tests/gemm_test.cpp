@@ -172,6 +172,7 @@ TEST_CASE("gemm: small static sizes take the unpacked path and stay exact", "[ge
   check_static<4, 4, 4>();
   check_static<16, 16, 16>();
   check_static<64, 64, 64>();
+  check_static<128, 128, 128>(); // the largest: its epilogue block lives in the GEMM scratch, not the stack
   check_static<5, 7, 12>();  // N = 12: 128-bit rows on AVX-512, and an M edge
   check_static<3, 1, 8>();   // K = 1
   check_static<8, 8, 8, double>();

@@ -139,7 +139,10 @@ void run_gemm(const Dst& dst, const N& root) {
           if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
             small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, dst.data() + off, Dst::strides[R - 2]);
           } else {
-            alignas(default_alignment) T c[M * N_];
+            // C on the stack when small, else in the thread's GEMM scratch.
+            constexpr bool on_stack = M * N_ * index_t(sizeof(T)) <= 16384;
+            alignas(default_alignment) T stack_c[on_stack ? M * N_ : 1];
+            T* c = on_stack ? stack_c : gemm_workspace<T>::local().c.get(M * N_);
             small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, c, N_);
             store(c, N_, 0, M, 0, N_);
           }
