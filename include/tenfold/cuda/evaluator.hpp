@@ -6,6 +6,7 @@
 //   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
 //   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
 //   - a scan                                   -> a thread per scanned line
+//   - reductions with no row to share          -> a thread per element, its reductions once each
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
 #include "tenfold/cuda/gemm.hpp"
@@ -66,11 +67,12 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   else if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n, s);
   else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
     if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
-    else run_elementwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours
+    else run_pointwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours
   } else if constexpr (tenfold::detail::is_scan_node_v<N>) {
     constexpr launch_shape l = elementwise_launch(S::size / S::dims[N::axis], 1);
     launch<scan_body>(l.grid, l.block, s, dst, n, "tenfold::cuda scan kernel");
   } else if constexpr (needs_rows<N>()) run_rows(dst, n, s);
+  else if constexpr (holds_reduction<N>()) run_pointwise(dst, n, s);
   else run_elementwise(dst, n, s);
 }
 

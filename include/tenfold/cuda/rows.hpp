@@ -66,6 +66,13 @@ constexpr bool has_slots() {
   return slot_count<N, Varying>() > 0;
 }
 
+// A view of a reduction (a function, not `&&` in an `if constexpr`: nvcc substitutes both sides).
+template <class N>
+constexpr bool is_view_of_reduction() {
+  if constexpr (plan::is_view_node_v<N>) return tenfold::detail::is_reduce_node_v<typename N::child_type>;
+  else return false;
+}
+
 // A slot holds one finalized reduction result in its compute type (at most 8 bytes: double, int64).
 struct slot {
   alignas(8) unsigned char bytes[8];
@@ -82,10 +89,10 @@ struct slot {
   }
 };
 
-// Who reduces a row: one warp, or the whole block (with shared scratch for the cross-warp merge).
+// Who reduces a row: one warp, or the whole block (with shared scratch for the cross-warp merge), or
+// one thread alone (a reduction nested in the value of one element, see sequential_reduce).
 struct warp_group {
   __device__ unsigned rank() const { return threadIdx.x % warp_size; }
-  static constexpr unsigned size = warp_size;
   template <class Op, class A>
   __device__ A allmerge(const A& a) const {
     return warp_allmerge<Op>(a);
@@ -100,9 +107,17 @@ struct block_group {
     return block_allmerge<Op>(a, reinterpret_cast<A*>(scratch));
   }
 };
+struct single_thread {
+  __device__ unsigned rank() const { return 0; }
+  template <class Op, class A>
+  __device__ A allmerge(const A& a) const {
+    return a;
+  }
+};
 template <class G>
 __device__ unsigned group_size(const G& g) {
   if constexpr (std::is_same_v<G, warp_group>) return warp_size;
+  else if constexpr (std::is_same_v<G, single_thread>) return 1;
   else return g.size_();
 }
 inline constexpr std::size_t max_acc_bytes = 32; // moments<double> is the largest accumulator (24 bytes)
@@ -130,6 +145,8 @@ inline constexpr bool order_sensitive_v = Op::result_kind == ops::reduce_result:
 
 template <class N, unsigned Varying, int Base>
 __device__ compute_t<typename N::value_type> row_value(const N& n, const index_t* idx, const slot* slots);
+template <class Rd>
+__device__ compute_t<typename Rd::value_type> sequential_reduce(const Rd& rd, const index_t* idx);
 template <class N, unsigned Varying, int Base, class G, std::size_t... I>
 __device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, std::index_sequence<I...>);
 
@@ -197,9 +214,66 @@ __device__ compute_t<typename N::value_type> row_value(const N& n, const index_t
     return slots[Base + slot_count<typename Rd::child_type, mask_bits<Rd>()>()].template get<compute_t<typename N::value_type>>();
   } else if constexpr (is_map_node_v<N>) {
     return map_value<N, Varying, Base>(n, idx, slots, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+  } else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
+    return sequential_reduce(n, idx);
+  } else if constexpr (is_view_of_reduction<N>()) {
+    index_t in[N::child_type::rank > 0 ? N::child_type::rank : 1]; // a broadcast reduction that varies along the row
+    N::map_type::map(idx, in);
+    return sequential_reduce(n.arg, in);
   } else {
     return n.at(idx);
   }
+}
+
+// A reduction inside the value of one element (cross_entropy's per-row sum of log_softmax, read by the
+// batch mean): this thread alone reduces it, its own row-fused operands computed first into local
+// slots, so each is reduced once per element instead of once per position (reduce_node::at's cost).
+template <class Rd>
+__device__ compute_t<typename Rd::value_type> sequential_reduce(const Rd& rd, const index_t* idx) {
+  using C = typename Rd::child_type;
+  constexpr unsigned varying = mask_bits<Rd>();
+  slot local[slot_count<C, varying>() + 1];
+  index_t base[C::rank > 0 ? C::rank : 1];
+  Rd::base_index(idx, base);
+  compute_slots<C, varying, 0>(rd.arg, base, local, single_thread{});
+  const auto acc = group_reduce<Rd, 0>(rd, base, local, single_thread{});
+  return static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count));
+}
+
+// One thread per output element, for trees that hold reductions but no row to share (a reduction over
+// leading axes at the root, a reduction read along axes it does not reduce): the element's reductions
+// go into local slots once each, then the element is computed from them.
+struct pointwise_body {
+  static constexpr int max_threads = elementwise_block;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& n) {
+    using S = typename N::shape_type;
+    using D = typename Dst::value_type;
+    const index_t stride = index_t(gridDim.x) * blockDim.x;
+    for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < S::size; i += stride) {
+      index_t idx[S::rank > 0 ? S::rank : 1];
+      tenfold::detail::unravel<S>(i, idx);
+      slot local[slot_count<N, 0u>() + 1];
+      compute_slots<N, 0u, 0>(n, idx, local, single_thread{});
+      dst.data()[Dst::offset_of(idx)] = convert<D>(row_value<N, 0u, 0>(n, idx, local));
+    }
+  }
+};
+
+// Does the tree hold a reduction anywhere (then pointwise_body, not indexed_body's plain `at`)?
+template <class N>
+constexpr bool holds_reduction() {
+  if constexpr (tenfold::detail::is_reduce_node_v<N>) return true;
+  else if constexpr (requires { N::args; })
+    return []<class... C>(std::tuple<C...>*) { return (false || ... || holds_reduction<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+  else if constexpr (requires { N::arg; }) return holds_reduction<std::remove_cvref_t<decltype(N::arg)>>();
+  else return false;
+}
+
+template <class Dst, class N>
+void run_pointwise(const Dst& dst, const N& n, stream_ref s) {
+  constexpr launch_shape l = elementwise_launch(N::shape_type::size, 1);
+  launch<pointwise_body>(l.grid, l.block, s, dst, n, "tenfold::cuda pointwise kernel");
 }
 
 // Rows of the output (all axes but the last), or the outputs of a root reduction.
