@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the dependencies (if missing), builds one example in Release and runs it.
-#   scripts/run_example.sh [example, default: quickstart] [arguments for the example...]
+#   scripts/run_example.sh [example, default: transformer_block (the flagship)] [arguments for the example...]
 # Uses the same build directory as scripts/test.sh (TENFOLD_BUILD_DIR, default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --if-missing
 
-example=${1:-quickstart}
+example=${1:-transformer_block}
 shift || true
 build=${TENFOLD_BUILD_DIR:-build}
 first_time=()
