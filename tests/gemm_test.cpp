@@ -202,6 +202,14 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   gemm_range<float>(matrix_ref<float>{x.data(), 200, 1}, matrix_ref<float>{w.data(), 260, 1}, 300, 200, {0, 300, 0, 260},
                     cpu::gemm_direct_out<float>{serial.data(), 260});
   CHECK(std::memcmp(y.data(), serial.data(), sizeof(float) * 300 * 260) == 0);
+  // Large enough for twice as many parts as threads, handed out dynamically.
+  const auto xl = random_tensor<float, shape<600, 300>>(7);
+  const auto wl = random_tensor<float, shape<300, 600>>(8);
+  Tensor<float, shape<600, 600>> yl = matmul(xl, wl);
+  Tensor<float, shape<600, 600>> yls;
+  gemm_range<float>(matrix_ref<float>{xl.data(), 300, 1}, matrix_ref<float>{wl.data(), 600, 1}, 600, 300, {0, 600, 0, 600},
+                    cpu::gemm_direct_out<float>{yls.data(), 600});
+  CHECK(std::memcmp(yl.data(), yls.data(), sizeof(float) * 600 * 600) == 0);
   // A few rows (the inference case), split along N.
   const auto t = random_tensor<float, shape<4, 512>>(5);
   const auto wt = random_tensor<float, shape<512, 1024>>(6);
