@@ -6,7 +6,7 @@
 //
 //   cuda::Tensor<float, shape<64, 1024>> x = cuda::to_device(host_x);
 //   cuda::Tensor<float, shape<64, 1024>> y;
-//   y = softmax(x.expr());                  // one kernel: a warp per row, max and sum in registers
+//   y = softmax(x.expr());                  // one kernel: a warp per row, its reductions in registers
 //   Tensor<float, shape<64, 1024>> back = cuda::to_host(y);
 #if !defined(__CUDACC__)
 #error "tenfold/cuda.hpp must be compiled by nvcc (a .cu file, or -x cu); tenfold/tenfold.hpp is the CPU library"
