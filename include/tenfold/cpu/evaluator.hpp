@@ -12,6 +12,7 @@
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
+#include "tenfold/cpu/row_tee.hpp"
 
 namespace tenfold {
 namespace cpu {
@@ -115,6 +116,9 @@ void run_elementwise(const Dst& dst, const N& n) {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
+      if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
+        if (j == 0 && stop == inner) return run_tee_row<K, L>(dst, n, idx); // E once per element
+      }
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
       if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);

@@ -231,6 +231,21 @@ inline constexpr bool is_gemm_block_v = false;
 template <class T, class S>
 inline constexpr bool is_gemm_block_v<gemm_block<T, S>> = true;
 
+// Is N the same for every element of a run over axes [K, rank)? (Scalars, operands broadcast along
+// the run, row-fused reductions, and elementwise functions of those.)
+template <class N, int K>
+constexpr bool row_constant() {
+  if constexpr (detail::is_scalar_node_v<N>) return true;
+  else if constexpr (detail::is_leaf_v<N>) {
+    for (int a = K; a < N::rank; ++a)
+      if (N::strides[a] != 0 && N::shape_type::dims[a] != 1) return false;
+    return true;
+  } else if constexpr (plan::constant_from<N>(K)) return true;
+  else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else return false;
+}
+
 template <int K, class L, class N>
 TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
   if constexpr (is_gemm_block_v<N>) {
@@ -255,6 +270,14 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     reduce_row<N, K, L> r{&n, {}};
     for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
     return r;
+  } else if constexpr (detail::is_map_node_v<N> && row_constant<N, K>()) {
+    // Computed once per row, not once per element (a reciprocal of a row sum costs one division).
+    const auto whole = std::apply(
+        [idx](const auto&... c) {
+          return map_row<typename N::op_type, typename N::value_type, L, decltype(make_row<K, L>(c, idx))...>{{make_row<K, L>(c, idx)...}};
+        },
+        n.args);
+    return scalar_row<typename N::value_type, L>{whole.scalar(0)};
   } else if constexpr (detail::is_map_node_v<N>) {
     return std::apply(
         [idx](const auto&... c) {

@@ -4,11 +4,12 @@
 // the expression's type (tests/rewrite_test.cpp checks them with std::is_same):
 //  - identities with compile-time constants: x * literal<1>, x + literal<0>, x - literal<0>,
 //    x / literal<1>, pow(x, literal<1>) are x; pow(x, literal<2>) is square(x);
-//  - online softmax: exp(x - max(x)) / sum(exp(x - max(x))) — the plain definition of softmax — is
-//    exp(x - lse(x)) with lse = max + log Σ exp(x - max) computed in one pass over x (one reduction
-//    instead of two, and no division); likewise (x - max) - log(sum(exp(x - max))), log_softmax, is
-//    x - lse(x). lse is ops::shifted_logsumexp, which keeps the definition's IEEE results for ±inf
-//    and NaN, so no value changes.
+//  - online log-softmax: (x - max) - log(sum(exp(x - max))), the plain definition of log_softmax, is
+//    x - lse(x) with lse = max + log Σ exp(x - max) computed in one pass over x (one reduction instead
+//    of two). lse is ops::shifted_logsumexp, which keeps the definition's IEEE results for ±inf and
+//    NaN. (softmax is not rewritten to exp(x - lse): that takes two exps per element, while its plain
+//    form, with E = exp(x - max) kept in the output row by cpu/row_tee.hpp, takes one — measured faster.)
+//  - a / r, r a reduction kept for broadcasting: a * reciprocal(r), one division per row.
 // (Views are simplified where they are applied: core/view.hpp composes views of views.)
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
@@ -92,16 +93,19 @@ struct mask_holder {
   static constexpr auto value = Mask;
 };
 
-// softmax: exp(x - max) / sum(exp(x - max)) -> exp(x - lse(x)).
-template <class X, class M, auto Mask>
-struct rewrite_rule<ops::div, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>,
-                    reduce_node<ops::sum, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>, Mask, true>> {
-  using E = map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>;
-  static auto build(const E& e) { return make_map_plain<ops::exp>(minus_lse<mask_holder<Mask>>(std::get<0>(std::get<0>(e.args).args))); }
-  static constexpr bool applies = std::is_same_v<typename decltype(build(std::declval<const E&>()))::value_type, typename E::value_type>;
-  template <class A, class B>
-  static auto apply(A&& e, B&&) {
-    return build(e);
+// a / r with r a reduction kept for broadcasting (softmax's sum, a mean): a * (1 / r). The reciprocal
+// is computed once per row (cpu/rows.hpp folds row-constant subtrees), a multiply per element replaces
+// a division (the division is as costly as an exp here); the result may differ from a / r in the last bit.
+template <class A, class Op, class C, auto Mask>
+struct rewrite_rule<ops::div, A, reduce_node<Op, C, Mask, true>> {
+  using R = reduce_node<Op, C, Mask, true>;
+  static constexpr bool applies = [] {
+    if constexpr (!expression<A>) return false;
+    else return is_floating_v<typename R::value_type> && std::is_same_v<typename node_t<A>::value_type, typename R::value_type>;
+  }();
+  template <class X, class Y>
+  static auto apply(X&& a, Y&& r) {
+    return make_map_plain<ops::mul>(std::forward<X>(a), make_map_plain<ops::reciprocal>(std::forward<Y>(r)));
   }
 };
 
