@@ -102,8 +102,10 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
   const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
   for (index_t j0 = c0; j0 < c1; j0 += NC) {
     const index_t nc = std::min(NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
-    // Scratch C spans every row of the range, so each block is finished before its epilogue runs.
-    T* scratch = Out::direct ? nullptr : ws.c.get((r1 - r0) * np);
+    // Scratch C spans every row of the range, so each block is finished before its epilogue runs. Its
+    // rows are padded by one vector so that a tile's rows are not all a power of two apart (same cache set).
+    const index_t lds = np + G::W;
+    T* scratch = Out::direct ? nullptr : ws.c.get((r1 - r0) * lds);
     for (index_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
       const index_t kc = std::min(KC, K - k0);
       const bool last = k0 + kc >= K;
@@ -117,7 +119,7 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
         index_t ldc;
         T* cblk;
         if constexpr (Out::direct) ldc = out.ldc, cblk = out.c + i0 * ldc + j0;
-        else ldc = np, cblk = scratch + (i0 - r0) * np;
+        else ldc = lds, cblk = scratch + (i0 - r0) * lds;
         for (index_t q = 0; q < nc; q += NR) {
           // Scratch rows are padded to whole panels; the destination is not.
           const index_t cols = Out::direct ? std::min(NR, nc - q) : NR;

@@ -36,10 +36,12 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
   B acc[Rows][NV];
   // C is added after the k loop, not loaded before it: its tile was last touched a whole KC slice ago
   // and is usually out of L1 and L2, so it is prefetched now and read once the FMAs have hidden the wait.
+  // Into L2, not L1: with a row stride of 4 or 8 KiB every row of the tile falls in the same L1 set,
+  // and the A and B streams would evict the tile before the k loop ends.
   if (accumulate)
     for (int r = 0; r < Rows; ++r) {
-      __builtin_prefetch(c + r * ldc, 1);
-      __builtin_prefetch(c + r * ldc + G::NR - 1, 1);
+      __builtin_prefetch(c + r * ldc, 0, 2);
+      __builtin_prefetch(c + r * ldc + G::NR - 1, 0, 2);
     }
 #pragma GCC unroll 16
   for (int r = 0; r < Rows; ++r)
