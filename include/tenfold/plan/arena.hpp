@@ -25,19 +25,13 @@ struct buffer_record {
 struct read_record {
   int buffer = 0, nest = 0;
 };
-// A let in scope: its tag, and the buffer its placeholders read (-1: the value is read in place).
-struct binding {
-  const void* tag = nullptr;
-  int buffer = -1;
-};
 
 struct arena_analysis {
   buffer_record buf[max_buffers]{};
   int count = 0;
   read_record reads[max_reads]{};
   int read_count = 0;
-  binding scope[max_let_depth]{};
-  int depth = 0;
+  int scope[max_let_depth]{}; // the buffer each let in scope binds (-1: its value is read in place)
   int nest_step[max_buffers + 1]{};
   int nests = 0;
   int steps = 0;
@@ -46,14 +40,20 @@ struct arena_analysis {
     if (read_count >= max_reads) throw "tenfold: too many buffer reads for the arena planner";
     reads[read_count++] = {b, nest};
   }
-  constexpr int lookup(const void* tag) const {
-    for (int i = depth - 1; i >= 0; --i)
-      if (scope[i].tag == tag) return scope[i].buffer;
-    throw "tenfold: a let placeholder is read outside the body of its let";
-  }
 };
 
-// A distinct address per type: how the constexpr planner tells lets apart.
+// The lets in scope are a pack of tag types, outermost first (types compare exactly at compile time;
+// addresses of distinct objects do not, in every build mode). A placeholder reads the innermost let
+// with its tag: its depth in the pack indexes arena_analysis::scope.
+template <class T, class... Tags>
+constexpr int scope_depth() {
+  constexpr bool match[] = {std::is_same_v<T, Tags>..., false};
+  for (int i = int(sizeof...(Tags)) - 1; i >= 0; --i)
+    if (match[i]) return i;
+  return -1;
+}
+
+// A distinct address per type, for the evaluator's run-time scope (cpu/materialize.hpp).
 template <class T>
 inline constexpr char tag_id = 0;
 
@@ -63,94 +63,93 @@ constexpr index_t padded_bytes() {
   return (b + arena_alignment - 1) / arena_alignment * arena_alignment;
 }
 
-template <class N> constexpr void visit(arena_analysis& a, int nest);
-template <class N> constexpr void visit_root(arena_analysis& a, int nest);
+template <class N, class... Tags> constexpr void visit(arena_analysis& a, int nest);
+template <class N, class... Tags> constexpr void visit_root(arena_analysis& a, int nest);
 
 // A new buffer for H (taken before its inputs, as cpu/materialize.hpp does), filled by its own nest.
-template <class H>
+template <class H, class... Tags>
 constexpr int new_buffer(arena_analysis& a) {
   if (a.count >= max_buffers) throw "tenfold: too many materialised buffers for the arena planner";
   const int b = a.count++, k = a.nests++;
   a.buf[b] = {padded_bytes<H>(), k};
-  visit_root<H>(a, k);
+  visit_root<H, Tags...>(a, k);
   a.nest_step[k] = a.steps++;
   return b;
 }
-template <class H>
+template <class H, class... Tags>
 constexpr void visit_buffer(arena_analysis& a, int nest) {
-  a.read(new_buffer<H>(a), nest);
+  a.read(new_buffer<H, Tags...>(a), nest);
 }
 
-// Entering a let: its value gets a buffer (unless it is a tensor read in place), then its tag is in
-// scope for the body.
-template <class L>
+// Entering a let: its value gets a buffer (unless it is a tensor read in place); its body is then
+// visited with the let's tag in scope.
+template <class L, class... Tags>
 constexpr void bind(arena_analysis& a) {
   using V = typename L::value_node;
   int b = -1;
-  if constexpr (!L::in_place) b = new_buffer<V>(a);
-  else if constexpr (!std::is_void_v<detail::slot_of_t<V>>) b = a.lookup(&tag_id<detail::slot_of_t<V>>);
-  if (a.depth >= max_let_depth) throw "tenfold: lets nested too deeply for the arena planner";
-  a.scope[a.depth++] = {&tag_id<typename L::tag_type>, b};
+  if constexpr (!L::in_place) b = new_buffer<V, Tags...>(a);
+  else if constexpr (!std::is_void_v<detail::slot_of_t<V>>) b = a.scope[scope_depth<detail::slot_of_t<V>, Tags...>()];
+  if (int(sizeof...(Tags)) >= max_let_depth) throw "tenfold: lets nested too deeply for the arena planner";
+  a.scope[sizeof...(Tags)] = b;
 }
 
-template <class X>
+template <class X, class... Tags>
 constexpr void visit_operand(arena_analysis& a, int nest) {
-  if constexpr (!detail::is_leaf_v<X>) visit_buffer<X>(a, nest);
-  else visit<X>(a, nest);
+  if constexpr (!detail::is_leaf_v<X>) visit_buffer<X, Tags...>(a, nest);
+  else visit<X, Tags...>(a, nest);
 }
 
-template <class H>
+template <class H, class... Tags>
 constexpr void visit_prepared(arena_analysis& a, int nest) {
   if constexpr (detail::is_matmul_node_v<H>) {
-    visit_operand<typename H::a_type>(a, nest);
-    visit_operand<typename H::b_type>(a, nest);
+    visit_operand<typename H::a_type, Tags...>(a, nest);
+    visit_operand<typename H::b_type, Tags...>(a, nest);
   } else {
-    visit<typename H::child_type>(a, nest);
+    visit<typename H::child_type, Tags...>(a, nest);
   }
 }
 
-template <class N>
+template <class N, class... Tags>
 constexpr void visit(arena_analysis& a, int nest) {
   if constexpr (detail::is_let_node_v<N>) {
-    bind<N>(a);
-    visit<typename N::body_node>(a, nest);
-    --a.depth;
+    bind<N, Tags...>(a);
+    visit<typename N::body_node, Tags..., typename N::tag_type>(a, nest);
   } else if constexpr (detail::is_leaf_v<N>) {
     if constexpr (!std::is_void_v<detail::slot_of_t<N>>) {
-      const int b = a.lookup(&tag_id<detail::slot_of_t<N>>);
-      if (b >= 0) a.read(b, nest);
+      constexpr int d = scope_depth<detail::slot_of_t<N>, Tags...>();
+      static_assert(d >= 0, "tenfold: a let placeholder is read outside the body of its let");
+      if (a.scope[d] >= 0) a.read(a.scope[d], nest);
     }
   } else if constexpr (materializes_v<N>) {
-    if constexpr (is_view_node_v<N>) visit_buffer<view_base_t<N>>(a, nest);
-    else visit_buffer<N>(a, nest);
+    if constexpr (is_view_node_v<N>) visit_buffer<view_base_t<N>, Tags...>(a, nest);
+    else visit_buffer<N, Tags...>(a, nest);
   } else if constexpr (row_fused_v<N>) {
-    visit<typename N::child_type::child_type>(a, nest);
+    visit<typename N::child_type::child_type, Tags...>(a, nest);
   } else if constexpr (direct_fused_v<N>) {
-    visit_prepared<N>(a, nest);
+    visit_prepared<N, Tags...>(a, nest);
   } else if constexpr (detail::is_map_node_v<N>) {
-    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit<C>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
+    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
   } else if constexpr (is_view_node_v<N> && detail::contains_let<N>()) {
-    visit<typename N::child_type>(a, nest);
+    visit<typename N::child_type, Tags...>(a, nest);
   }
 }
 
-template <class N>
+template <class N, class... Tags>
 constexpr void visit_epilogue(arena_analysis& a, int nest) {
-  if constexpr (detail::is_matmul_node_v<N>) visit_prepared<N>(a, nest);
+  if constexpr (detail::is_matmul_node_v<N>) visit_prepared<N, Tags...>(a, nest);
   else if constexpr (detail::is_map_node_v<N> && epilogue_matmuls<N>() == 1)
-    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_epilogue<C>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
-  else visit<N>(a, nest);
+    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_epilogue<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
+  else visit<N, Tags...>(a, nest);
 }
 
-template <class N>
+template <class N, class... Tags>
 constexpr void visit_root(arena_analysis& a, int nest) {
   if constexpr (detail::is_let_node_v<N>) {
-    bind<N>(a);
-    visit_root<typename N::body_node>(a, nest);
-    --a.depth;
-  } else if constexpr (gemm_root_v<N>) visit_epilogue<N>(a, nest);
-  else if constexpr (is_heavy_v<N>) visit_prepared<N>(a, nest);
-  else visit<N>(a, nest);
+    bind<N, Tags...>(a);
+    visit_root<typename N::body_node, Tags..., typename N::tag_type>(a, nest);
+  } else if constexpr (gemm_root_v<N>) visit_epilogue<N, Tags...>(a, nest);
+  else if constexpr (is_heavy_v<N>) visit_prepared<N, Tags...>(a, nest);
+  else visit<N, Tags...>(a, nest);
 }
 
 // Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
