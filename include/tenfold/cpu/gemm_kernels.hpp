@@ -2,9 +2,10 @@
 // GEMM register tiles. A micro-kernel keeps an MR x NR tile of C in vector registers and, for each k,
 // loads NR/W vectors of B and broadcasts MR scalars of A into them with FMAs. The tile is sized to the
 // register file of the target xsimd compiles for:
-//  - 32 vector registers (AVX-512): 14 x 2W — 28 accumulators + 2 B vectors; A is broadcast straight
-//    from memory into the FMA (embedded broadcast), so it needs no register. Measured against 8 x 3W,
-//    12 x 2W and 6 x 4W on the bench machine: see bench/RESULTS.md.
+//  - 32 vector registers (AVX-512): 14 x 2W — 28 accumulators, 2 B vectors and 1 broadcast of A. It
+//    reads the fewest bytes per FMA of the tiles that fit (46 values per 28 FMAs; 8 x 3W: 56 per 24,
+//    6 x 4W: 70 per 24). Against 8 x 3W, 12 x 2W and 6 x 4W (TENFOLD_GEMM_MR / _NV) on the bench
+//    machine no tile was faster by more than the run-to-run noise (±10%).
 //  - 16 vector registers (AVX2, SSE, NEON-sized): 6 x 2W — 12 accumulators + 2 B vectors + 1 broadcast.
 // Every row count 1..MR has its own instantiation, so an M edge costs only the rows it has (M = 1, the
 // inference case, runs a 1 x NR kernel rather than a padded MR x NR one).
@@ -19,8 +20,12 @@ template <class T>
 struct gemm_tile {
   static constexpr index_t W = lanes<T>;
   static constexpr bool wide_file = sizeof(batch<T>) == 64; // AVX-512: 32 registers
+#if defined(TENFOLD_GEMM_MR) && defined(TENFOLD_GEMM_NV) // for measuring other tiles
+  static constexpr index_t MR = TENFOLD_GEMM_MR, NV = TENFOLD_GEMM_NV;
+#else
   static constexpr index_t MR = wide_file ? 14 : 6;
   static constexpr index_t NV = 2; // vectors of B per k
+#endif
   static constexpr index_t NR = NV * W;
 };
 
