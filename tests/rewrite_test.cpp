@@ -72,6 +72,11 @@ using X = detail::node_t<decltype(x)&>;
 using lse_t = detail::reduce_node<ops::shifted_logsumexp, X, detail::canon(std::array<bool, 2>{false, true}), true>;
 } // namespace
 static_assert(same<decltype(log_softmax(x)), decltype(x - std::declval<lse_t>())>);
+// softmax keeps exp(x - max) (accuracy: see ops/rewrite.hpp); its division by the row sum becomes one
+// reciprocal per row and a multiply per element.
+static_assert(!same<decltype(softmax(x)), decltype(exp(x - std::declval<lse_t>()))>);
+static_assert(same<decltype(softmax(x)), decltype(exp(x - max(x, axis<-1>, keepdims)) *
+                                                  reciprocal(sum(exp(x - max(x, axis<-1>, keepdims)), axis<-1>, keepdims)))>);
 static_assert(plan_of<decltype(log_softmax(x))>::nests == 1 && plan_of<decltype(log_softmax(x))>::buffers == 0);
 
 TEST_CASE("online log_softmax, and softmax with exp kept in the row, give the definition's values", "[rewrite]") {
@@ -98,6 +103,21 @@ TEST_CASE("online log_softmax, and softmax with exp kept in the row, give the de
     CHECK(bad == 0);
   }
   CHECK(p(1, 7) == 0.0f);
+  // Long rows (beyond L1), large logits: relative accuracy ~1e-6 (exp(x - lse) would give ~1e-5).
+  Tensor<float, shape<3, 9000>> w = normal<shape<3, 9000>>(g, 0.0f, 30.0f);
+  w(1, 8999) = std::numeric_limits<float>::infinity();
+  Tensor<float, shape<3, 9000>> pw = softmax(w);
+  for (int i = 0; i < 3; ++i) {
+    long double m = -INFINITY, s = 0;
+    for (int j = 0; j < 9000; ++j) m = std::max<long double>(m, w(i, j));
+    for (int j = 0; j < 9000; ++j) s += std::exp((long double)w(i, j) - m);
+    int bad = 0;
+    for (int j = 0; j < 9000; ++j) {
+      const long double want = std::exp((long double)w(i, j) - m) / s;
+      bad += std::isnan(want) ? !std::isnan(pw(i, j)) : !(std::abs(pw(i, j) - want) <= 1e-6 * want + 1e-30);
+    }
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("softmax computing exp once per element gives the two-pass evaluation's bits", "[rewrite]") {
