@@ -210,6 +210,13 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   gemm_range<float>(matrix_ref<float>{xl.data(), 300, 1}, matrix_ref<float>{wl.data(), 600, 1}, 600, 300, {0, 600, 0, 600},
                     cpu::gemm_direct_out<float>{yls.data(), 600});
   CHECK(std::memcmp(yl.data(), yls.data(), sizeof(float) * 600 * 600) == 0);
+  // The same split with an epilogue (scratch blocks, then bias and relu in the store).
+  const auto bl = random_tensor<float, shape<600>>(9);
+  Tensor<float, shape<600, 600>> zl = relu(matmul(xl, wl) + bl);
+  bool epilogue_same = true;
+  for (int i = 0; i < 600; ++i)
+    for (int j = 0; j < 600; ++j) epilogue_same = epilogue_same && zl(i, j) == std::max(yls(i, j) + bl(j), 0.0f);
+  CHECK(epilogue_same);
   // A few rows (the inference case), split along N.
   const auto t = random_tensor<float, shape<4, 512>>(5);
   const auto wt = random_tensor<float, shape<512, 1024>>(6);
