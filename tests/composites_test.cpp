@@ -109,3 +109,26 @@ TEST_CASE("composites of temporaries are safe to keep", "[composites]") {
   Tensor<float, shape<2, 3>> p = s;
   CHECK(p(1, 0) == Approx(1.0 / 3));
 }
+
+TEST_CASE("batch_norm in inference form, NCHW and NHWC", "[composites]") {
+  rng g(9);
+  Tensor<float, shape<2, 3, 4, 5>> x = normal<shape<2, 3, 4, 5>>(g, 1.0f, 2.0f);
+  Tensor<float, shape<3>> m = normal<shape<3>>(g), v = uniform<shape<3>>(g, 0.5f, 2.0f);
+  Tensor<float, shape<3>> ga = uniform<shape<3>>(g, 0.5f, 1.5f), be = normal<shape<3>>(g);
+  Tensor<float, shape<2, 3, 4, 5>> y = batch_norm(x, m, v, ga, be);
+  static_assert(plan_of<decltype(batch_norm(x, m, v, ga, be))>::nests == 1);
+  Tensor<float, shape<2, 4, 5, 3>> xl = permute<0, 2, 3, 1>(x);
+  Tensor<float, shape<2, 4, 5, 3>> yl = batch_norm<-1>(xl, m, v, ga, be, 1e-3f);
+  int bad = 0;
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int h = 0; h < 4; ++h)
+        for (int w = 0; w < 5; ++w) {
+          const ld xv = x(n, c, h, w);
+          const ld want = (xv - ld(m(c))) / std::sqrt(ld(v(c)) + 1e-5L) * ga(c) + be(c);
+          const ld want_l = (xv - ld(m(c))) / std::sqrt(ld(v(c)) + 1e-3L) * ga(c) + be(c);
+          bad += !(std::abs(y(n, c, h, w) - want) <= 1e-5 * (1 + std::abs(want)));
+          bad += !(std::abs(yl(n, h, w, c) - want_l) <= 1e-5 * (1 + std::abs(want_l)));
+        }
+  CHECK(bad == 0);
+}

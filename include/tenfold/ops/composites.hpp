@@ -78,6 +78,47 @@ auto l2_normalize(X&& xs, float eps = 1e-12f, axes_t<A> ax = {}) {
 }
 
 namespace detail {
+// A per-channel vector [C] laid along axis A of a rank-R tensor: [C, 1, ..., 1] (trailing ones), so
+// that it broadcasts against [N, C, H, W] for A = 1 and against [N, H, W, C] for A = R - 1.
+template <int R, int A, index_t C>
+constexpr auto channel_dims() {
+  dims_t<R - A> d{};
+  for (auto& e : d) e = 1;
+  d[0] = C;
+  return d;
+}
+template <class S, int A, class V>
+auto along_channels(V&& v) {
+  constexpr int a = A < 0 ? A + S::rank : A;
+  using In = shape_of_t<V>;
+  using Out = shape_from<channel_dims<S::rank, a, In::dims[0]>()>;
+  return apply_view<reshape_map<In, Out>>(as_node(std::forward<V>(v)));
+}
+template <class S, int A, class... V>
+constexpr bool per_channel() {
+  constexpr int a = A < 0 ? A + S::rank : A;
+  return ((shape_of_t<V>::rank == 1 && shape_of_t<V>::dims[0] == S::dims[a]) && ...);
+}
+} // namespace detail
+
+// Batch normalisation in its inference form: (x - running_mean) / sqrt(running_var + eps) * gamma + beta,
+// per channel; the channel axis is 1 (NCHW, the default) or -1 (NHWC). One fused loop nest.
+template <int A = 1, expression X, expression M, expression V, expression G, expression B>
+auto batch_norm(X&& x, M&& running_mean, V&& running_var, G&& gamma, B&& beta, float eps = 1e-5f, axes_t<A> = {}) {
+  using S = detail::shape_of_t<X>;
+  static_assert(S::rank >= 2, "tenfold::batch_norm: the input needs a batch and a channel axis");
+  constexpr bool ok = detail::per_channel<S, A, M, V, G, B>();
+  static_assert(ok, "tenfold::batch_norm: the statistics and parameters must be vectors with one value per channel");
+  if constexpr (!ok) return detail::invalid_view{};
+  else {
+    auto mean = detail::along_channels<S, A>(std::forward<M>(running_mean));
+    auto scale = detail::along_channels<S, A>(std::forward<G>(gamma)) *
+                 rsqrt(detail::along_channels<S, A>(std::forward<V>(running_var)) + eps);
+    return (std::forward<X>(x) - mean) * scale + detail::along_channels<S, A>(std::forward<B>(beta));
+  }
+}
+
+namespace detail {
 // one_hot(labels) for C classes, as a bool expression [.., C]: eq(labels[..., None], arange(C)).
 template <index_t C, expression L>
 auto one_hot_mask(L&& labels) {
