@@ -1,5 +1,8 @@
 // Compile-time rewrites: the expression types are checked with std::is_same, the values against the
 // unrewritten arithmetic.
+#include <bit>
+#include <cstdint>
+
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
@@ -133,4 +136,42 @@ TEST_CASE("softmax computing exp once per element gives the two-pass evaluation'
     for (int j = 0; j < 2500; ++j) s += e(i, j);
     for (int j = 0; j < 2500; j += 97) CHECK(once(i, j) == Approx(e(i, j) / s).epsilon(1e-5));
   }
+}
+
+// An output beyond cpu::streaming_bytes runs whole rows per thread with E in a stack row and each row's
+// stores interleaved with the next row's exp sweep (cpu/row_tee.hpp). Rows of 3001 (not a multiple of
+// the vector width: the scalar tail is finished position by position too) must give the bits of the
+// same rows evaluated as a small tensor, for any split over threads.
+TEST_CASE("softmax of a streamed output: pipelined rows give the single-row bits", "[rewrite][determinism]") {
+  constexpr index_t rows = 720, cols = 3001; // 8.6 MB of output
+  static_assert(rows * cols * index_t(sizeof(float)) >= cpu::streaming_bytes);
+  using S = shape<rows, cols>;
+  rng g(34);
+  Tensor<float, S> v = normal<S>(g, 0.0f, 20.0f);
+  v(5, 0) = -std::numeric_limits<float>::infinity();
+  v(6, cols - 1) = std::numeric_limits<float>::infinity(); // NaN row (the definition's inf - inf)
+  v(rows - 1, 17) = 1e4f;
+  Tensor<float, S> p = softmax(v);
+  int bad = 0;
+  for (index_t i = 0; i < rows; i += 1 + (i < 8 ? 0 : 37)) {
+    Tensor<float, shape<1, cols>> one;
+    for (index_t j = 0; j < cols; ++j) one(0, j) = v(i, j);
+    Tensor<float, shape<1, cols>> q = softmax(one);
+    for (index_t j = 0; j < cols; ++j) bad += !(std::bit_cast<std::uint32_t>(q(0, j)) == std::bit_cast<std::uint32_t>(p(i, j)));
+    long double m = -INFINITY, s = 0;
+    for (index_t j = 0; j < cols; ++j) m = std::max<long double>(m, v(i, j));
+    for (index_t j = 0; j < cols; ++j) s += std::exp((long double)v(i, j) - m);
+    for (index_t j = 0; j < cols; ++j) {
+      // x - max rounds to float: a relative error of |x - max| * 2^-24 in exp, plus a few roundings.
+      const long double shift = (long double)v(i, j) - m, want = std::exp(shift) / s;
+      const long double tol = (8 + std::abs(shift)) * 6e-8L * want + 1e-38L;
+      if (std::isnan(want)) bad += !std::isnan(p(i, j));
+      else if (std::isinf(shift)) bad += p(i, j) != 0.0f;
+      else bad += !(std::abs(p(i, j) - want) <= tol);
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(p(5, 0) == 0.0f);
+  CHECK(std::isnan(p(6, 0)));
+  CHECK(p(rows - 1, 17) == 1.0f);
 }

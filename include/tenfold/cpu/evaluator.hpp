@@ -117,7 +117,11 @@ void run_elementwise(const Dst& dst, const N& n) {
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
       if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
-        if (j == 0 && stop == inner) return run_tee_row<K, L>(dst, n, idx); // E once per element
+        if (j == 0 && stop == inner) { // E once per element
+          index_t o = 0;
+          for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
+          return run_tee_rows<K, L, false>(dst, n, o, o + 1);
+        }
       }
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
@@ -152,6 +156,13 @@ void run_elementwise(const Dst& dst, const N& n) {
       constexpr index_t count = batches * row_tiles * col_tiles;
       if constexpr (S::size <= parallel_grain) tiles(0, count);
       else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
+    } else if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
+      // Whole rows per thread: each row prefetches the next, and a streamed row's stores overlap the
+      // next row's compute.
+      parallel_for(outer, std::max<index_t>(1, parallel_grain / inner), 1, [&](index_t o0, index_t o1) {
+        run_tee_rows<K, L, stream>(dst, n, o0, o1);
+        if constexpr (stream) stream_fence();
+      });
     } else if constexpr (S::size <= parallel_grain) {
       // Small static extents: plain nested loops with constant trip counts, which the compiler unrolls.
       for (index_t o = 0; o < outer; ++o) {

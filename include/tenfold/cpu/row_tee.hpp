@@ -9,17 +9,56 @@
 
 namespace tenfold::cpu {
 
-// Reads a row and keeps what it read in `out`. A reduction reads each position exactly once.
-template <class Row, class T>
+// The rows of the leaves an expression reads along its run, one row ahead: a row's compute (softmax's
+// exp sweep) then overlaps the memory traffic of the next, which would otherwise start only when that
+// row's first sweep misses in the cache. Row-constant subtrees (the broadcast reductions) read the same
+// leaves and are skipped.
+struct row_prefetch {
+  static constexpr int max_leaves = 4;
+  const char* p[max_leaves]{};
+  index_t bytes[max_leaves]{}; // element size
+  int count = 0;
+  bool to_l1 = true;           // rows that fit L1 go there; longer ones to L2
+  TENFOLD_INLINE void touch(index_t j) const {
+    for (int i = 0; i < count; ++i) {
+      if (to_l1) __builtin_prefetch(p[i] + j * bytes[i], 0, 3);
+      else __builtin_prefetch(p[i] + j * bytes[i], 0, 2);
+    }
+  }
+};
+template <int K, class N>
+void collect_row_leaves(const N& n, const index_t* idx, row_prefetch& pf) {
+  if constexpr (detail::is_leaf_v<N>) {
+    if constexpr (run_stride<N, K>() == 1) {
+      index_t off = N::offset;
+      for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
+      if (pf.count < row_prefetch::max_leaves) {
+        pf.p[pf.count] = reinterpret_cast<const char*>(n.data() + off);
+        pf.bytes[pf.count++] = index_t(sizeof(typename N::element_type));
+      }
+    }
+  } else if constexpr (detail::is_map_node_v<N> && !row_constant<N, K>()) {
+    std::apply([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
+  }
+}
+// Reads a row and keeps what it read in `out`. A reduction reads each position exactly once, so each
+// read is also the moment to prefetch that position of the next row (`ahead`) and to finish that
+// position of the previous row (`behind`: its tail, stored), spreading both over this row's compute.
+template <class Row, class T, class Behind>
 struct tee_row {
   Row src;
   T* out;
+  const row_prefetch* ahead;
+  const Behind* behind;
   TENFOLD_INLINE auto scalar(index_t j) const {
+    behind->finish(j, j + 1);
     const auto v = src.scalar(j);
     out[j] = static_cast<T>(v);
     return v;
   }
   TENFOLD_INLINE auto load(index_t j) const {
+    ahead->touch(j);
+    behind->finish(j, j + lanes<T>);
     const auto b = src.load(j);
     b.store_unaligned(out + j);
     return b;
@@ -58,24 +97,63 @@ constexpr bool tee_fusable() {
   }
 }
 
-// One whole row of a tee-fusable N into dst.
-template <int K, class L, class Dst, class N>
-void run_tee_row(const Dst& dst, const N& n, const index_t* idx) {
+// The tail of a row whose reduction is done: dst[j] = op(E[j], r), E read back from where the tee
+// kept it. `active` is false before the first row.
+template <class T, class L, class V, class Tail, bool Stream>
+struct tee_finish {
+  leaf_row<T, L, 1> d{};
+  Tail tail{};
+  bool active = false;
+  TENFOLD_INLINE void finish(index_t j0, index_t j1) const {
+    if (active) store_run<T, L, 1, V, Tail, Stream>(d, tail, j0, j1);
+  }
+};
+
+// Rows [o0, o1) of a tee-fusable N into dst. E goes to the destination row, or, when the output is
+// streamed past the caches, to one of two stack rows: row o's tail is then stored with non-temporal
+// stores (no read for ownership) while row o + 1's exp sweep runs, so the stores overlap compute instead
+// of following it. Each row is computed exactly as on its own (same E, same reduction order), so the
+// result does not depend on how rows are split over threads.
+inline constexpr index_t tee_pipeline_bytes = index_t(256) << 10; // both stack rows together
+
+template <int K, class L, bool Stream, class Dst, class N>
+void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using C = std::tuple_element_t<1, decltype(N::args)>;
   using V = typename tee_view<C>::type;
   using Rd = typename V::child_type;
   using Op = typename Rd::op_type;
   using T = typename Dst::value_type;
-  constexpr index_t inner = N::shape_type::dims[N::rank - 1];
+  using S = typename N::shape_type;
+  using R = compute_t<typename C::value_type>;
+  constexpr index_t inner = S::dims[N::rank - 1];
   constexpr index_t blocks = (inner + reduce_block - 1) / reduce_block;
-  const auto d = make_row<K, L>(dst, idx);
-  const auto e = make_row<K, L>(std::get<0>(n.args), idx);
-  const tee_row<decltype(e), T> t{e, d.p};
-  const L acc = Op::merge(Op::template identity<L>(), reduce_tree<Op, L, L>(t, 0, blocks, inner, 0));
-  auto r = static_cast<compute_t<typename C::value_type>>(Op::finalize(acc, Rd::count));
-  if constexpr (!std::is_same_v<C, V>) r = static_cast<compute_t<typename C::value_type>>(C::op_type::template apply<typename C::value_type>(r));
+  constexpr bool pipelined = Stream && 2 * inner * index_t(sizeof(T)) <= tee_pipeline_bytes;
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
-  const tail_t tail{{leaf_row<const T, L, 1>{d.p}, scalar_row<typename C::value_type, L>{r}}};
-  store_run<T, L, 1, typename N::value_type>(d, tail, 0, inner);
+  using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
+  const auto& e_node = std::get<0>(n.args);
+  alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];
+  std::array<index_t, K + 1> idx{}, next{};
+  const finish_t none{};
+  finish_t behind{};
+  for (index_t o = o0; o < o1; ++o) {
+    detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());
+    row_prefetch ahead;
+    if (o + 1 < o1) {
+      detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1, next.data());
+      collect_row_leaves<K>(e_node, next.data(), ahead);
+      ahead.to_l1 = inner * index_t(sizeof(T)) <= (index_t(16) << 10);
+    }
+    const auto d = make_row<K, L>(dst, idx.data());
+    T* const e_out = pipelined ? stack_rows[(o - o0) & 1] : d.p;
+    const auto e = make_row<K, L>(e_node, idx.data()); // (computes the row's max)
+    const tee_row<decltype(e), T, finish_t> t{e, e_out, &ahead, pipelined ? &behind : &none};
+    const L acc = Op::merge(Op::template identity<L>(), reduce_tree<Op, L, L>(t, 0, blocks, inner, 0));
+    auto r = static_cast<R>(Op::finalize(acc, Rd::count));
+    if constexpr (!std::is_same_v<C, V>) r = static_cast<R>(C::op_type::template apply<typename C::value_type>(r));
+    const tail_t tail{{leaf_row<const T, L, 1>{e_out}, scalar_row<typename C::value_type, L>{r}}};
+    if constexpr (pipelined) behind = {d, tail, true};
+    else store_run<T, L, 1, typename N::value_type>(d, tail, 0, inner);
+  }
+  behind.finish(0, inner);
 }
 } // namespace tenfold::cpu
