@@ -155,7 +155,8 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   using XL = Cv::x_type;
   constexpr index_t M = 40, N = 17 * 15, K = 32 * 9;
   Tensor<float, shape<1, 40, 17, 15>> serial;
-  cpu::gemm_range<float>(cpu::conv_weight_ref<Cv, float>{w.data()}, cpu::im2col_cols_ref<Cv, float>{x.data()}, M, K,
+  static constexpr cpu::conv_dims dims = cpu::conv_dims_of<Cv>();
+  cpu::gemm_range<float>(cpu::conv_weight_ref<float>{w.data(), &dims}, cpu::im2col_cols_ref<float>{x.data(), &dims}, M, K,
                          cpu::gemm_part{0, M, 0, N}, cpu::gemm_direct_out<float>{serial.data(), N});
   static_assert(std::is_same_v<XL, detail::node_t<Tensor<float, shape<1, 32, 17, 15>>&>>);
   for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == serial.data()[i]);
@@ -169,7 +170,8 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   Tensor<float, shape<2, 17, 15, 40>> hy = conv2d(hx, hw, padding<1>, nhwc);
   using Hv = decltype(conv2d(hx, hw, padding<1>, nhwc));
   Tensor<float, shape<2, 17, 15, 40>> hserial;
-  cpu::gemm_range<float>(cpu::im2col_rows_ref<Hv, float>{hx.data()}, cpu::conv_weight_ref<Hv, float>{hw.data()}, 2 * 17 * 15, K,
+  static constexpr cpu::conv_dims hdims = cpu::conv_dims_of<Hv>();
+  cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hw.data(), &hdims}, 2 * 17 * 15, K,
                          cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40});
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
 }

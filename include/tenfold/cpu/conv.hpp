@@ -35,6 +35,25 @@ inline constexpr bool is_gemm_block_v<conv_block<T, S, Nhwc>> = true;
 template <class Dst, class N>
 void run_elementwise(const Dst& dst, const N& n);
 
+// The epilogue behind a function pointer: gemm_range is then instantiated once per operand kind and
+// element type rather than once per convolution (one indirect call per finished block).
+template <class T>
+struct gemm_erased_out {
+  static constexpr bool direct = false;
+  struct callback {
+    const void* ctx;
+    void (*fn)(const void*, const T*, index_t, index_t, index_t, index_t, index_t);
+    void operator()(const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) const { fn(ctx, c, ldc, i0, mc, j0, nc); }
+  };
+  callback epilogue;
+  template <class F>
+  static gemm_erased_out of(const F& f) {
+    return {{&f, [](const void* ctx, const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+               (*static_cast<const F*>(ctx))(c, ldc, i0, mc, j0, nc);
+             }}};
+  }
+};
+
 // Whether C can be the destination itself: the bare conv, stored as T, with C's rows evenly strided.
 template <class Dst, class N, class Cv, class T>
 constexpr bool conv_direct() {
@@ -50,12 +69,12 @@ constexpr bool conv_direct() {
 template <class Cv>
 constexpr bool conv_pointwise() {
   constexpr conv_geometry G = Cv::geometry;
-  using X = conv_strides<Cv>;
+  constexpr conv_dims X = conv_dims_of<Cv>();
   if constexpr (Cv::KH != 1 || Cv::KW != 1 || G.stride_h != 1 || G.stride_w != 1 || G.pad_h != 0 || G.pad_w != 0 ||
                 G.out_pad_h != 0 || G.out_pad_w != 0)
     return false;
-  else if constexpr (Cv::nhwc) return X::xh == Cv::W * X::xw && X::xn == Cv::H * X::xh;
-  else return X::xh == Cv::W * X::xw;
+  else if constexpr (Cv::nhwc) return X.xh == Cv::W * X.xw && X.xn == Cv::H * X.xh;
+  else return X.xh == Cv::W * X.xw;
 }
 
 template <class Dst, class N>
@@ -66,7 +85,7 @@ void run_conv(const Dst& dst, const N& root) {
     run_elementwise(dst, root); // integer convolutions: one sum per element through `at`
   } else {
     using S = typename N::shape_type;
-    using X = conv_strides<Cv>;
+    static constexpr conv_dims dims = conv_dims_of<Cv>();
     using EX = std::remove_const_t<typename Cv::x_type::element_type>;
     using EW = std::remove_const_t<typename Cv::w_type::element_type>;
     constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), direct = conv_direct<Dst, N, Cv, T>();
@@ -111,24 +130,26 @@ void run_conv(const Dst& dst, const N& root) {
             }
           }
         };
-        const conv_weight_ref<Cv, EW> w{wp + X::w_group(g)};
+        // Group g's first input channel in x and its first element in w.
+        const index_t x_group = g * Cv::Cg * dims.xc, w_group = g * (Cv::geometry.transposed ? Cv::Cg * dims.wc : OCg * dims.wm);
+        const conv_weight_ref<EW> w{wp + w_group, &dims};
         auto product = [&](const auto& a, const auto& bm) {
           if constexpr (direct) {
             constexpr auto ds = Dst::strides;
             T* c = dst.data() + Dst::offset + (nhwc ? g * OCg * ds[3] : n * ds[0] + g * OCg * ds[1]);
             gemm_range<T>(a, bm, M, K, range, gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]});
           } else {
-            gemm_range<T>(a, bm, M, K, range, gemm_epilogue_out<decltype(store)>{store});
+            gemm_range<T>(a, bm, M, K, range, gemm_erased_out<T>::of(store));
           }
         };
         if constexpr (nhwc) {
-          const EX* xg = xp + X::x_group(g);
-          if constexpr (pointwise) product(matrix_ref<EX>{xg, X::xw, X::xc}, w);
-          else product(im2col_rows_ref<Cv, EX>{xg}, w);
+          const EX* xg = xp + x_group;
+          if constexpr (pointwise) product(matrix_ref<EX>{xg, dims.xw, dims.xc}, w);
+          else product(im2col_rows_ref<EX>{xg, &dims}, w);
         } else {
-          const EX* xg = xp + n * X::xn + X::x_group(g);
-          if constexpr (pointwise) product(w, matrix_ref<EX>{xg, X::xc, X::xw});
-          else product(w, im2col_cols_ref<Cv, EX>{xg});
+          const EX* xg = xp + n * dims.xn + x_group;
+          if constexpr (pointwise) product(w, matrix_ref<EX>{xg, dims.xc, dims.xw});
+          else product(w, im2col_cols_ref<EX>{xg, &dims});
         }
       }
     };

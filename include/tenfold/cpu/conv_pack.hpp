@@ -23,158 +23,183 @@
 
 namespace tenfold::cpu {
 
-// Strides of a prepared conv node's operands by role. Weights are indexed by (m, c, kh, kw): m the
-// output channel and c the input channel, both within the group.
-template <class Cv>
-struct conv_strides {
-  using XL = typename Cv::x_type;
-  using WL = typename Cv::w_type;
-  static constexpr bool nhwc = Cv::nhwc, tr = Cv::geometry.transposed;
-  static constexpr index_t xn = XL::strides[0], xc = XL::strides[nhwc ? 3 : 1], xh = XL::strides[nhwc ? 1 : 2],
-                           xw = XL::strides[nhwc ? 2 : 3];
-  // conv nchw [OC, Cg, KH, KW], conv nhwc [KH, KW, Cg, OC], transposed nchw [C, OCg, KH, KW], nhwc [KH, KW, OCg, C]
-  static constexpr int m_axis = tr ? (nhwc ? 2 : 1) : (nhwc ? 3 : 0), c_axis = tr ? (nhwc ? 3 : 0) : (nhwc ? 2 : 1);
-  static constexpr index_t wm = WL::strides[m_axis], wc = WL::strides[c_axis], wh = WL::strides[nhwc ? 0 : 2],
-                           wkw = WL::strides[nhwc ? 1 : 3];
-  // Offsets of group g's first input channel in x and first element in w.
-  static constexpr index_t x_group(index_t g) { return g * Cv::Cg * xc; }
-  static constexpr index_t w_group(index_t g) { return tr ? g * Cv::Cg * wc : g * Cv::OCg * wm; }
-  // k -> (c, kh, kw) in the layout's order.
-  static constexpr index_t KHW = Cv::KH * Cv::KW;
-  TENFOLD_INLINE static void split_k(index_t k, index_t& c, index_t& kh, index_t& kw) {
-    if constexpr (nhwc) c = k % Cv::Cg, kw = k / Cv::Cg % Cv::KW, kh = k / (Cv::Cg * Cv::KW);
-    else c = k / KHW, kh = k / Cv::KW % Cv::KH, kw = k % Cv::KW;
+// The geometry the packing needs, as run-time values: the packing routines (and gemm_range over them)
+// are then instantiated once per element type, not once per convolution shape, which keeps compile
+// times flat; they divide only once per panel row or k row, never per element.
+struct conv_dims {
+  index_t H, W, OH, OW, KH, KW, Cg;
+  index_t sh, sw, ph, pw, dh, dw;
+  bool transposed, nhwc;
+  index_t xn, xc, xh, xw;  // x's strides by role
+  index_t wm, wc, wh, wkw; // w's strides by role: m the output channel, c the input channel (within the group)
+
+  TENFOLD_INLINE index_t ih(index_t oh, index_t kh) const { return detail::conv_input_pos(oh, kh, sh, ph, dh, H, transposed); }
+  TENFOLD_INLINE index_t iw(index_t ow, index_t kw) const { return detail::conv_input_pos(ow, kw, sw, pw, dw, W, transposed); }
+};
+
+// Walks the reduction index k over (c, kh, kw) (NCHW) or (kh, kw, c) (NHWC), incrementally.
+struct conv_k_walk {
+  const conv_dims& d;
+  index_t c, kh, kw;
+  conv_k_walk(const conv_dims& dims, index_t k) : d(dims) {
+    if (d.nhwc) c = k % d.Cg, kw = k / d.Cg % d.KW, kh = k / (d.Cg * d.KW);
+    else c = k / (d.KH * d.KW), kh = k / d.KW % d.KH, kw = k % d.KW;
   }
-  TENFOLD_INLINE static index_t w_offset(index_t k) {
-    index_t c, kh, kw;
-    split_k(k, c, kh, kw);
-    return c * wc + kh * wh + kw * wkw;
-  }
-  TENFOLD_INLINE static index_t ih(index_t oh, index_t kh) {
-    constexpr conv_geometry G = Cv::geometry;
-    return detail::conv_input_pos(oh, kh, G.stride_h, G.pad_h, G.dil_h, Cv::H, G.transposed);
-  }
-  TENFOLD_INLINE static index_t iw(index_t ow, index_t kw) {
-    constexpr conv_geometry G = Cv::geometry;
-    return detail::conv_input_pos(ow, kw, G.stride_w, G.pad_w, G.dil_w, Cv::W, G.transposed);
+  TENFOLD_INLINE index_t w_offset() const { return c * d.wc + kh * d.wh + kw * d.wkw; }
+  TENFOLD_INLINE void next() {
+    if (d.nhwc) {
+      if (++c < d.Cg) return;
+      c = 0;
+      if (++kw == d.KW) kw = 0, ++kh;
+    } else if (++kw == d.KW) {
+      kw = 0;
+      if (++kh == d.KH) kh = 0, ++c;
+    }
   }
 };
+
+// conv_dims of a prepared conv node (its operands are strided leaves).
+template <class Cv>
+constexpr conv_dims conv_dims_of() {
+  constexpr conv_geometry G = Cv::geometry;
+  constexpr bool nhwc = Cv::nhwc, tr = G.transposed;
+  constexpr auto xs = Cv::x_type::strides;
+  constexpr auto ws = Cv::w_type::strides;
+  // conv nchw [OC, Cg, KH, KW], conv nhwc [KH, KW, Cg, OC], transposed nchw [C, OCg, KH, KW], nhwc [KH, KW, OCg, C]
+  constexpr int m_axis = tr ? (nhwc ? 2 : 1) : (nhwc ? 3 : 0), c_axis = tr ? (nhwc ? 3 : 0) : (nhwc ? 2 : 1);
+  return {Cv::H, Cv::W, Cv::OH, Cv::OW, Cv::KH, Cv::KW, Cv::Cg, G.stride_h, G.stride_w, G.pad_h, G.pad_w, G.dil_h, G.dil_w, tr, nhwc,
+          xs[0], xs[nhwc ? 3 : 1], xs[nhwc ? 1 : 2], xs[nhwc ? 2 : 3], ws[m_axis], ws[c_axis], ws[nhwc ? 0 : 2], ws[nhwc ? 1 : 3]};
+}
 
 // The weights of one group: (m, k) as the A operand (NCHW), (k, m) as the B operand (NHWC).
 // p: the group's first element.
-template <class Cv, class E>
+template <class E>
 struct conv_weight_ref {
   const E* p;
+  const conv_dims* d;
 };
 // im2col as the A operand (NHWC): row r = (n, oh, ow) over the whole batch, column k = (kh, kw, c).
 // p: the group's first channel of x.
-template <class Cv, class E>
+template <class E>
 struct im2col_rows_ref {
   const E* p;
+  const conv_dims* d;
 };
 // im2col as the B operand (NCHW): row k = (c, kh, kw), column j = (oh, ow) of one image.
 // p: image n, the group's first channel.
-template <class Cv, class E>
+template <class E>
 struct im2col_cols_ref {
   const E* p;
+  const conv_dims* d;
 };
 
-template <class T, class Cv, class E>
-void pack_a(const conv_weight_ref<Cv, E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
-  using X = conv_strides<Cv>;
+template <class T, class E>
+void pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
   constexpr index_t MR = gemm_tile<T>::MR;
+  const conv_dims& d = *a.d;
   for (index_t p = 0; p < mc; p += MR) {
     const index_t rows = std::min(MR, mc - p);
-    const E* src = a.p + (i0 + p) * X::wm;
-    for (index_t k = 0; k < kc; ++k, out += rows) {
-      const index_t off = X::w_offset(k0 + k);
-      for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(src[r * X::wm + off]);
+    const E* src = a.p + (i0 + p) * d.wm;
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, out += rows, k.next()) {
+      const E* s = src + k.w_offset();
+      for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(s[r * d.wm]);
     }
   }
 }
 
-template <class T, class Cv, class E>
-void pack_b(const conv_weight_ref<Cv, E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
-  using X = conv_strides<Cv>;
+template <class T, class E>
+void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
   constexpr index_t NR = gemm_tile<T>::NR;
+  const conv_dims& d = *b.d;
   for (index_t q = 0; q < nc; q += NR, out += kc * NR) {
     const index_t cols = std::min(NR, nc - q);
-    const E* src = b.p + (j0 + q) * X::wm;
-    for (index_t k = 0; k < kc; ++k) {
-      const index_t off = X::w_offset(k0 + k);
-      for (index_t c = 0; c < NR; ++c) out[k * NR + c] = c < cols ? static_cast<T>(src[c * X::wm + off]) : T(0);
+    const E* src = b.p + (j0 + q) * d.wm;
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+      const E* s = src + k.w_offset();
+      T* o = out + kk * NR;
+      if (d.wm == 1)
+        for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[c]);
+      else
+        for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[c * d.wm]);
+      for (index_t c = cols; c < NR; ++c) o[c] = T(0);
     }
   }
 }
 
-template <class T, class Cv, class E>
-void pack_a(const im2col_rows_ref<Cv, E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
-  using X = conv_strides<Cv>;
-  constexpr index_t MR = gemm_tile<T>::MR, Cg = Cv::Cg, OHW = Cv::OH * Cv::OW;
+template <class T, class E>
+void pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR;
+  const conv_dims& d = *a.d;
+  const index_t OHW = d.OH * d.OW;
   for (index_t p = 0; p < mc; p += MR) {
     const index_t rows = std::min(MR, mc - p);
     index_t img[MR], oh[MR], ow[MR];
     for (index_t r = 0; r < rows; ++r) {
       const index_t row = i0 + p + r;
-      img[r] = row / OHW * X::xn, oh[r] = row % OHW / Cv::OW, ow[r] = row % Cv::OW;
+      img[r] = row / OHW * d.xn, oh[r] = row % OHW / d.OW, ow[r] = row % d.OW;
     }
-    index_t c, kh, kw;
-    X::split_k(k0, c, kh, kw);
+    conv_k_walk k(d, k0);
     // Runs of channels at one kernel tap: contiguous in x (NHWC), written k-major into the panel.
     for (index_t kk = 0; kk < kc;) {
-      const index_t run = std::min(Cg - c, kc - kk);
+      const index_t run = std::min(d.Cg - k.c, kc - kk);
       for (index_t r = 0; r < rows; ++r) {
         T* o = out + kk * rows + r;
-        const index_t ih = X::ih(oh[r], kh), iw = X::iw(ow[r], kw);
+        const index_t ih = d.ih(oh[r], k.kh), iw = d.iw(ow[r], k.kw);
         if (ih >= 0 && iw >= 0) {
-          const E* src = a.p + img[r] + ih * X::xh + iw * X::xw + c * X::xc;
-          for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q * X::xc]);
+          const E* src = a.p + img[r] + ih * d.xh + iw * d.xw + k.c * d.xc;
+          if (d.xc == 1)
+            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q]);
+          else
+            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q * d.xc]);
         } else {
           for (index_t q = 0; q < run; ++q) o[q * rows] = T(0);
         }
       }
       kk += run;
-      c = 0;
-      if (++kw == Cv::KW) kw = 0, ++kh;
+      k.c = 0;
+      if (++k.kw == d.KW) k.kw = 0, ++k.kh;
     }
     out += rows * kc;
   }
 }
 
-template <class T, class Cv, class E>
-void pack_b(const im2col_cols_ref<Cv, E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
-  using X = conv_strides<Cv>;
-  constexpr index_t NR = gemm_tile<T>::NR, OW = Cv::OW;
-  constexpr conv_geometry G = Cv::geometry;
-  constexpr index_t s = G.stride_w;
+template <class T, class E>
+void pack_b(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  const conv_dims& d = *b.d;
+  const index_t OW = d.OW, s = d.sw;
   const index_t padded = (nc + NR - 1) / NR * NR;
-  for (index_t kk = 0; kk < kc; ++kk) {
-    index_t c, kh, kw;
-    X::split_k(k0 + kk, c, kh, kw);
-    const E* plane = b.p + c * X::xc;
+  conv_k_walk k(d, k0);
+  for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+    const E* plane = b.p + k.c * d.xc;
     index_t oh = j0 / OW, ow = j0 % OW;
     // Segments of columns within one output row and one panel: one input row, read with the stride.
     for (index_t jj = 0; jj < nc;) {
       const index_t seg = std::min({OW - ow, nc - jj, NR - jj % NR});
       T* dst = out + jj / NR * kc * NR + kk * NR + jj % NR;
-      const index_t ih = X::ih(oh, kh);
+      const index_t ih = d.ih(oh, k.kh);
       if (ih < 0) {
         for (index_t t = 0; t < seg; ++t) dst[t] = T(0);
-      } else if constexpr (!G.transposed) {
-        const E* row = plane + ih * X::xh;
+      } else if (!d.transposed) {
+        const E* row = plane + ih * d.xh;
         // iw = iw0 + t*s is inside [0, W) for t in [lo, hi).
-        const index_t iw0 = ow * s - G.pad_w + kw * G.dil_w;
+        const index_t iw0 = ow * s - d.pw + k.kw * d.dw;
         const index_t lo = std::min(seg, iw0 >= 0 ? index_t(0) : (-iw0 + s - 1) / s);
-        const index_t hi = std::max(lo, std::min(seg, iw0 < Cv::W ? (Cv::W - iw0 + s - 1) / s : index_t(0)));
+        const index_t hi = std::max(lo, std::min(seg, iw0 < d.W ? (d.W - iw0 + s - 1) / s : index_t(0)));
         index_t t = 0;
         for (; t < lo; ++t) dst[t] = T(0);
-        for (; t < hi; ++t) dst[t] = static_cast<T>(row[(iw0 + t * s) * X::xw]);
+        if (s == 1 && d.xw == 1)
+          for (const E* src = row + iw0; t < hi; ++t) dst[t] = static_cast<T>(src[t]);
+        else
+          for (; t < hi; ++t) dst[t] = static_cast<T>(row[(iw0 + t * s) * d.xw]);
         for (; t < seg; ++t) dst[t] = T(0);
       } else {
-        const E* row = plane + ih * X::xh;
+        const E* row = plane + ih * d.xh;
         for (index_t t = 0; t < seg; ++t) {
-          const index_t iw = X::iw(ow + t, kw);
-          dst[t] = iw >= 0 ? static_cast<T>(row[iw * X::xw]) : T(0);
+          const index_t iw = d.iw(ow + t, k.kw);
+          dst[t] = iw >= 0 ? static_cast<T>(row[iw * d.xw]) : T(0);
         }
       }
       jj += seg;
