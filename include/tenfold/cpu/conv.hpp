@@ -77,6 +77,18 @@ constexpr bool conv_pointwise() {
   else return X.xh == Cv::W * X.xw;
 }
 
+// The weights of one group as a GEMM operand: a plain matrix where their k axes are contiguous (so the
+// tuned matrix packing applies), else read through conv_weight_ref.
+template <class Cv, class EW>
+auto weight_operand(const EW* p) {
+  static constexpr conv_dims d = conv_dims_of<Cv>();
+  if constexpr (!Cv::geometry.transposed && !Cv::nhwc && d.wh == Cv::KW * d.wkw && d.wc == Cv::KH * d.wh)
+    return matrix_ref<EW>{p, d.wm, d.wkw}; // (m, (c, kh, kw))
+  else if constexpr (!Cv::geometry.transposed && Cv::nhwc && d.wkw == Cv::Cg * d.wc && d.wh == Cv::KW * d.wkw)
+    return matrix_ref<EW>{p, d.wc, d.wm}; // ((kh, kw, c), m)
+  else return conv_weight_ref<EW>{p, &d};
+}
+
 template <class Dst, class N>
 void run_conv(const Dst& dst, const N& root) {
   using Cv = std::remove_cvref_t<decltype(find_matmul(root))>;
@@ -132,7 +144,7 @@ void run_conv(const Dst& dst, const N& root) {
         };
         // Group g's first input channel in x and its first element in w.
         const index_t x_group = g * Cv::Cg * dims.xc, w_group = g * (Cv::geometry.transposed ? Cv::Cg * dims.wc : OCg * dims.wm);
-        const conv_weight_ref<EW> w{wp + w_group, &dims};
+        const auto w = weight_operand<Cv>(wp + w_group);
         auto product = [&](const auto& a, const auto& bm) {
           if constexpr (direct) {
             constexpr auto ds = Dst::strides;
