@@ -175,3 +175,36 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
                          cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40});
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
 }
+
+// A small CNN as a program: conv -> bias + relu (in the first GEMM's store) -> conv. The arena holds
+// exactly the first activation, which the second conv reads as its packed operand.
+namespace {
+struct tiny_cnn {
+  Tensor<float, shape<8, 3, 3, 3>> w1;
+  Tensor<float, shape<8, 1, 1>> b1;
+  Tensor<float, shape<4, 8, 3, 3>> w2;
+  auto parameters() const { return std::tie(w1, b1, w2); }
+  auto forward(const Tensor<float, shape<2, 3, 9, 7>>& x) const {
+    return conv2d(relu(conv2d(x, w1, padding<1>) + b1), w2, stride<2>);
+  }
+};
+using cnn_plan = program_plan<const tiny_cnn, Tensor<float, shape<2, 3, 9, 7>>>;
+static_assert(cnn_plan::buffers == 1);
+static_assert(cnn_plan::arena_bytes == 2 * 8 * 9 * 7 * 4 && cnn_plan::arena_bytes == cnn_plan::lower_bound);
+static_assert(std::is_same_v<cnn_plan::output_type, Tensor<float, shape<2, 4, 4, 3>>>);
+} // namespace
+
+TEST_CASE("conv2d in a program: the planned arena holds the activation between two convs", "[conv]") {
+  tiny_cnn m;
+  fill(m.w1, 20), fill(m.b1, 21), fill(m.w2, 22);
+  Tensor<float, shape<2, 3, 9, 7>> x;
+  fill(x, 23);
+  program<const tiny_cnn, Tensor<float, shape<2, 3, 9, 7>>> run(m);
+  Tensor<float, shape<2, 4, 4, 3>> y = run(x);
+  Tensor<float, shape<2, 8, 9, 7>> h = relu(conv2d(x, m.w1, padding<1>) + m.b1);
+  Tensor<float, shape<2, 4, 4, 3>> expected = conv2d(h, m.w2, stride<2>);
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == expected.data()[i]);
+  // and the chain against the long-double reference, layer by layer
+  const reference r = naive(conv_case{.n = 2, .c = 8, .h = 9, .w = 7, .oc = 4, .kh = 3, .kw = 3, .sh = 2, .sw = 2}, false, false, h.data(), m.w2.data());
+  require_close<float>(y, r, "program");
+}
