@@ -9,6 +9,7 @@
 #include <new>
 #include <span>
 #include "tenfold/cpu/blocks.hpp"
+#include "tenfold/cpu/conv.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
@@ -218,7 +219,10 @@ void run(const Dst& dst, const N& n) {
     return s + "]";
   }());
 #endif
-  if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n);
+  if constexpr (plan::gemm_root_v<N>) {
+    if constexpr (detail::is_conv_node_v<std::remove_cvref_t<decltype(find_matmul(n))>>) run_conv(dst, n);
+    else run_gemm(dst, n);
+  }
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else run_elementwise(dst, n);

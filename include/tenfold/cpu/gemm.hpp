@@ -84,10 +84,20 @@ struct gemm_part {
   index_t r0, r1, c0, c1;
 };
 
+// Whether B can be read in place by the kernels: a matrix of T in memory (not an implicit operand
+// such as conv's im2col), with contiguous rows, for a product of a few rows.
+template <class T, class OB>
+bool reads_b_in_place(const OB& b, index_t M) {
+  if constexpr (std::is_same_v<OB, matrix_ref<T>>) return b.cs == 1 && M <= gemm_blocking<T>::MR_in_place;
+  else return false;
+}
+
 // C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] for an M x K by K x N product. Every element is summed in
-// the same order whatever the rectangle, so splitting C over threads never changes a bit.
-template <class T, class EA, class EB, class Out>
-void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, index_t K, const gemm_part& part, const Out& out) {
+// the same order whatever the rectangle, so splitting C over threads never changes a bit. A and B are
+// operands that pack_a / pack_b accept: a strided matrix_ref, or an implicit one (cpu/conv_pack.hpp:
+// im2col read through the window geometry), found by argument-dependent lookup.
+template <class T, class OA, class OB, class Out>
+void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part& part, const Out& out) {
   const index_t r0 = part.r0, r1 = part.r1, c0 = part.c0, c1 = part.c1;
   using G = gemm_tile<T>;
   using Bk = gemm_blocking<T>;
@@ -98,7 +108,7 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
   // or twice, so packing B would only add a pass over it: the kernels read a row-major B in place, in
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
   // The choice depends on M, not on the rectangle: it sets the order of the sums.
-  const bool b_in_place = std::is_same_v<EB, T> && b.cs == 1 && M <= Bk::MR_in_place;
+  const bool b_in_place = reads_b_in_place<T>(b, M);
   const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
   for (index_t j0 = c0; j0 < c1; j0 += NC) {
     const index_t nc = std::min(NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
@@ -123,8 +133,10 @@ void gemm_range(const matrix_ref<EA>& a, const matrix_ref<EB>& b, index_t M, ind
         for (index_t q = 0; q < nc; q += NR) {
           // Scratch rows are padded to whole panels; the destination is not.
           const index_t cols = Out::direct ? std::min(NR, nc - q) : NR;
-          const T* bq = q < full ? reinterpret_cast<const T*>(b.p) + k0 * b.rs + j0 + q : bp + (q - full) * kc;
-          const index_t ldb = q < full ? b.rs : NR;
+          const T* bq = bp + (q - full) * kc;
+          index_t ldb = NR;
+          if constexpr (std::is_same_v<OB, matrix_ref<T>>)
+            if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
           for (index_t p = 0; p < mc; p += MR)
             kernels[cols == NR][std::min(MR, mc - p) - 1](ap + p * kc, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
         }

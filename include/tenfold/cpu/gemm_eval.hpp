@@ -23,6 +23,10 @@ struct gemm_block : node_base {
   const T* p;
   index_t ldc, i0, j0;
   T at(const index_t* idx) const { return p[(idx[rank - 2] - i0) * ldc + (idx[rank - 1] - j0)]; }
+  template <class L>
+  gemm_block_row<T, L> row(const index_t* idx) const {
+    return {p + (idx[rank - 2] - i0) * ldc, j0};
+  }
   static std::string str() { return "gemm_block"; }
 };
 template <class T, class L>
@@ -35,7 +39,7 @@ struct gemm_block_row {
 
 template <class N, class Block>
 auto substitute_block(const N& n, const Block& blk) {
-  if constexpr (detail::is_matmul_node_v<N>) return blk;
+  if constexpr (plan::is_gemm_driven_v<N>) return blk;
   else if constexpr (detail::is_map_node_v<N>)
     return std::apply(
         [&](const auto&... c) {
@@ -47,7 +51,7 @@ auto substitute_block(const N& n, const Block& blk) {
 
 template <class N>
 const auto& find_matmul(const N& n) {
-  if constexpr (detail::is_matmul_node_v<N>) return n;
+  if constexpr (plan::is_gemm_driven_v<N>) return n;
   else {
     constexpr std::size_t which = []<class... C>(std::tuple<C...>*) {
       std::size_t i = 0, found = 0;

@@ -49,7 +49,7 @@ auto materialize(N&& n, Src& src);
 template <class Src, class N>
 auto materialize_root(N&& n, Src& src);
 
-// A matmul operand must be memory the GEMM can pack from: a tensor or a strided view of one.
+// A matmul or conv operand must be memory the GEMM can pack from: a tensor or a strided view of one.
 template <class Src, class X>
 auto as_operand_leaf(X&& x, Src& src) {
   using D = std::remove_cvref_t<X>;
@@ -61,14 +61,18 @@ auto as_operand_leaf(X&& x, Src& src) {
   }
 }
 
-// The same reduction, scan or matmul over prepared inputs (whose types may differ from the original's).
+// The same reduction, scan, matmul or conv over prepared inputs (whose types may differ from the original's).
 template <class Src, class H>
 auto with_prepared_input(H&& h, Src& src) {
   using D = std::remove_cvref_t<H>;
-  if constexpr (detail::is_matmul_node_v<D>) {
-    auto a = as_operand_leaf(std::get<0>(std::forward<H>(h).args), src);
-    auto b = as_operand_leaf(std::get<1>(std::forward<H>(h).args), src);
-    return detail::matmul_node<decltype(a), decltype(b)>{{}, {std::move(a), std::move(b)}};
+  if constexpr (plan::is_gemm_driven_v<D>) {
+    // Braced initialisation evaluates left to right: operand buffers are taken in the planned order.
+    return std::apply(
+        [&src](auto&&... c) {
+          return typename D::template with_operands<decltype(as_operand_leaf(std::forward<decltype(c)>(c), src))...>{
+              {}, {as_operand_leaf(std::forward<decltype(c)>(c), src)...}};
+        },
+        std::forward<H>(h).args);
   } else {
     auto c = materialize(std::forward<H>(h).arg, src);
     if constexpr (detail::is_reduce_node_v<D>)
@@ -151,11 +155,11 @@ auto materialize(N&& n, Src& src) {
   }
 }
 
-// A GEMM epilogue tree: its one matmul stays (operands prepared), the rest is materialised as usual.
+// A GEMM epilogue tree: its one matmul (or conv) stays (operands prepared), the rest is materialised as usual.
 template <class Src, class N>
 auto materialize_epilogue(N&& n, Src& src) {
   using D = std::remove_cvref_t<N>;
-  if constexpr (detail::is_matmul_node_v<D>) return with_prepared_input(std::forward<N>(n), src);
+  if constexpr (plan::is_gemm_driven_v<D>) return with_prepared_input(std::forward<N>(n), src);
   else if constexpr (detail::is_map_node_v<D> && plan::epilogue_matmuls<D>() == 1) {
     return std::apply(
         [&src](auto&&... c) {

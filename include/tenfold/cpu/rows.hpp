@@ -226,6 +226,7 @@ template <class T, class S>
 struct gemm_block;
 template <class T, class L>
 struct gemm_block_row;
+// (A finished GEMM block read by an epilogue: gemm_block, and conv's conv_block in cpu/conv.hpp.)
 template <class N>
 inline constexpr bool is_gemm_block_v = false;
 template <class T, class S>
@@ -250,7 +251,7 @@ template <int K, class L, class N>
 TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
   if constexpr (is_gemm_block_v<N>) {
     static_assert(K == N::rank - 1);
-    return gemm_block_row<typename N::value_type, L>{n.p + (idx[N::rank - 2] - n.i0) * n.ldc, n.j0};
+    return n.template row<L>(idx);
   } else if constexpr (detail::is_leaf_v<N>) {
     index_t off = N::offset;
     for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];

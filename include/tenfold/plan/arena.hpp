@@ -101,9 +101,8 @@ constexpr void visit_operand(arena_analysis& a, int nest) {
 
 template <class H, class... Tags>
 constexpr void visit_prepared(arena_analysis& a, int nest) {
-  if constexpr (detail::is_matmul_node_v<H>) {
-    visit_operand<typename H::a_type, Tags...>(a, nest);
-    visit_operand<typename H::b_type, Tags...>(a, nest);
+  if constexpr (is_gemm_driven_v<H>) {
+    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_operand<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(H::args)*>(nullptr));
   } else {
     visit<typename H::child_type, Tags...>(a, nest);
   }
@@ -136,7 +135,7 @@ constexpr void visit(arena_analysis& a, int nest) {
 
 template <class N, class... Tags>
 constexpr void visit_epilogue(arena_analysis& a, int nest) {
-  if constexpr (detail::is_matmul_node_v<N>) visit_prepared<N, Tags...>(a, nest);
+  if constexpr (is_gemm_driven_v<N>) visit_prepared<N, Tags...>(a, nest);
   else if constexpr (detail::is_map_node_v<N> && epilogue_matmuls<N>() == 1)
     []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_epilogue<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
   else visit<N, Tags...>(a, nest);

@@ -9,33 +9,40 @@
 //    into a local (row fusion): fused, no buffer;
 //  - a reduction read directly (not broadcast), with its innermost axis reduced, is computed once per
 //    element that reads it: each result is used once, so nothing is recomputed: fused, no buffer;
-//  - a matmul whose result is consumed elementwise at its own shape, through elementwise nodes only
-//    (relu(matmul(x, w) + b)), runs as the root: the consumer is applied to each finished block of the
-//    GEMM in its store. Any other matmul materialises, and so does a matmul operand that is not a
-//    tensor or a view of one (the GEMM packs straight from memory);
+//  - a matmul or conv (GEMM-driven) whose result is consumed elementwise at its own shape, through
+//    elementwise nodes only (relu(matmul(x, w) + b)), runs as the root: the consumer is applied to each
+//    finished block of the GEMM in its store. Any other one materialises, and so does an operand of one
+//    that is not a tensor or a view of one (the GEMM packs straight from memory);
 //  - any other reduction or scan would be recomputed for many elements (or read with a stride): it
 //    materialises into a buffer first, which costs one more loop nest and is then read like a tensor.
+#include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/matmul_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 
 namespace tenfold::plan {
 
+// A node that runs on the GEMM (matmul, conv): its operands must be strided leaves (materialised
+// otherwise), and an elementwise consumer at its own shape runs in its store. The one trait the
+// planner, the arena and the evaluators ask.
 template <class N>
-inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N> || detail::is_matmul_node_v<N>;
+inline constexpr bool is_gemm_driven_v = detail::is_matmul_node_v<N> || detail::is_conv_node_v<N>;
 
-// How many matmuls are reachable from N through elementwise nodes alone.
+template <class N>
+inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N> || is_gemm_driven_v<N>;
+
+// How many GEMM-driven nodes (matmuls, convs) are reachable from N through elementwise nodes alone.
 template <class N>
 constexpr int epilogue_matmuls() {
-  if constexpr (detail::is_matmul_node_v<N>) return 1;
+  if constexpr (is_gemm_driven_v<N>) return 1;
   else if constexpr (detail::is_map_node_v<N>)
     return []<class... C>(std::tuple<C...>*) { return (0 + ... + epilogue_matmuls<C>()); }(static_cast<decltype(N::args)*>(nullptr));
   else return 0;
 }
-// An elementwise root over exactly one matmul of its own shape: the GEMM drives, the root is its epilogue.
+// An elementwise root over exactly one GEMM-driven node of its own shape: the GEMM drives, the root is its epilogue.
 template <class N>
 inline constexpr bool gemm_root_v = [] {
-  if constexpr (detail::is_matmul_node_v<N>) return true;
+  if constexpr (is_gemm_driven_v<N>) return true;
   else if constexpr (detail::is_map_node_v<N>) return epilogue_matmuls<N>() == 1;
   else return false;
 }();

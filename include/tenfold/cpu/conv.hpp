@@ -1,0 +1,176 @@
+#pragma once
+// Assignments whose root is a conv2d / conv_transpose2d, or elementwise over exactly one of the same
+// shape (relu(conv2d(x, w) + b)): the convolution runs on the GEMM (cpu/gemm.hpp) with implicit im2col
+// (cpu/conv_pack.hpp), and the root — the conv replaced by the finished block — is evaluated in the store.
+//   NHWC: per group, C[N*OH*OW, OCg] = im2col(x)[N*OH*OW, KH*KW*Cg] * W[KH*KW*Cg, OCg]   (im2col is A)
+//   NCHW: per image and group, C[OCg, OH*OW] = W[OCg, Cg*KH*KW] * im2col(x)[Cg*KH*KW, OH*OW] (im2col is B)
+// A 1x1 convolution with stride 1 and no padding reads x as a plain matrix: no im2col at all.
+#include "tenfold/cpu/conv_pack.hpp"
+#include "tenfold/cpu/gemm_eval.hpp"
+
+namespace tenfold::cpu {
+
+// The finished block of C standing in for the conv in the epilogue. NHWC: C's rows are output
+// positions r = (n, oh, ow) of the whole batch, its columns the group's channels (from `base`).
+// NCHW: C's rows are the group's channels (from `base`) of one image, its columns (oh, ow).
+template <class T, class S, bool Nhwc>
+struct conv_block : node_base {
+  using value_type = T;
+  using shape_type = S;
+  static constexpr int rank = 4;
+  static constexpr index_t OH = Nhwc ? S::dims[1] : S::dims[2], OW = Nhwc ? S::dims[2] : S::dims[3];
+  const T* p;
+  index_t ldc, i0, j0, base;
+  template <class L>
+  gemm_block_row<T, L> row(const index_t* idx) const {
+    if constexpr (Nhwc) return {p + ((idx[0] * OH + idx[1]) * OW + idx[2] - i0) * ldc, j0 + base};
+    else return {p + (idx[1] - base - i0) * ldc, j0 - idx[2] * OW}; // column oh*OW + ow
+  }
+  T at(const index_t* idx) const { return row<T>(idx).scalar(idx[3]); }
+  static std::string str() { return "conv_block"; }
+};
+template <class T, class S, bool Nhwc>
+inline constexpr bool is_gemm_block_v<conv_block<T, S, Nhwc>> = true;
+
+template <class Dst, class N>
+void run_elementwise(const Dst& dst, const N& n);
+
+// The epilogue behind a function pointer: gemm_range is then instantiated once per operand kind and
+// element type rather than once per convolution (one indirect call per finished block).
+template <class T>
+struct gemm_erased_out {
+  static constexpr bool direct = false;
+  struct callback {
+    const void* ctx;
+    void (*fn)(const void*, const T*, index_t, index_t, index_t, index_t, index_t);
+    void operator()(const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) const { fn(ctx, c, ldc, i0, mc, j0, nc); }
+  };
+  callback epilogue;
+  template <class F>
+  static gemm_erased_out of(const F& f) {
+    return {{&f, [](const void* ctx, const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+               (*static_cast<const F*>(ctx))(c, ldc, i0, mc, j0, nc);
+             }}};
+  }
+};
+
+// Whether C can be the destination itself: the bare conv, stored as T, with C's rows evenly strided.
+template <class Dst, class N, class Cv, class T>
+constexpr bool conv_direct() {
+  if constexpr (!std::is_same_v<N, Cv> || !std::is_same_v<std::remove_const_t<typename Dst::element_type>, T>) return false;
+  else {
+    constexpr auto s = Dst::strides;
+    if constexpr (Cv::nhwc) return s[3] == 1 && s[1] == Cv::OW * s[2] && s[0] == Cv::OH * s[1];
+    else return s[3] == 1 && s[2] == Cv::OW;
+  }
+}
+
+// 1x1, stride 1, no padding, and x's spatial positions evenly strided: x itself is the GEMM operand.
+template <class Cv>
+constexpr bool conv_pointwise() {
+  constexpr conv_geometry G = Cv::geometry;
+  constexpr conv_dims X = conv_dims_of<Cv>();
+  if constexpr (Cv::KH != 1 || Cv::KW != 1 || G.stride_h != 1 || G.stride_w != 1 || G.pad_h != 0 || G.pad_w != 0 ||
+                G.out_pad_h != 0 || G.out_pad_w != 0)
+    return false;
+  else if constexpr (Cv::nhwc) return X.xh == Cv::W * X.xw && X.xn == Cv::H * X.xh;
+  else return X.xh == Cv::W * X.xw;
+}
+
+// The weights of one group as a GEMM operand: a plain matrix where their k axes are contiguous (so the
+// tuned matrix packing applies), else read through conv_weight_ref.
+template <class Cv, class EW>
+auto weight_operand(const EW* p) {
+  static constexpr conv_dims d = conv_dims_of<Cv>();
+  if constexpr (!Cv::geometry.transposed && !Cv::nhwc && d.wh == Cv::KW * d.wkw && d.wc == Cv::KH * d.wh)
+    return matrix_ref<EW>{p, d.wm, d.wkw}; // (m, (c, kh, kw))
+  else if constexpr (!Cv::geometry.transposed && Cv::nhwc && d.wkw == Cv::Cg * d.wc && d.wh == Cv::KW * d.wkw)
+    return matrix_ref<EW>{p, d.wc, d.wm}; // ((kh, kw, c), m)
+  else return conv_weight_ref<EW>{p, &d};
+}
+
+template <class Dst, class N>
+void run_conv(const Dst& dst, const N& root) {
+  using Cv = std::remove_cvref_t<decltype(find_matmul(root))>;
+  using T = compute_t<typename Cv::value_type>;
+  if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    run_elementwise(dst, root); // integer convolutions: one sum per element through `at`
+  } else {
+    using S = typename N::shape_type;
+    static constexpr conv_dims dims = conv_dims_of<Cv>();
+    using EX = std::remove_const_t<typename Cv::x_type::element_type>;
+    using EW = std::remove_const_t<typename Cv::w_type::element_type>;
+    constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), direct = conv_direct<Dst, N, Cv, T>();
+    constexpr index_t OH = Cv::OH, OW = Cv::OW, OCg = Cv::OCg, groups = Cv::groups;
+    constexpr index_t M = nhwc ? Cv::N * OH * OW : OCg, NC = nhwc ? OCg : OH * OW, K = Cv::Cg * Cv::KH * Cv::KW;
+    constexpr index_t gemms = nhwc ? groups : Cv::N * groups; // independent products
+    const Cv& cv = find_matmul(root);
+    const EX* xp = std::get<0>(cv.args).data() + Cv::x_type::offset;
+    const EW* wp = std::get<1>(cv.args).data() + Cv::w_type::offset;
+
+    using Block = conv_block<T, S, nhwc>;
+    using Tail = decltype(substitute_block(root, std::declval<Block>()));
+    using L0 = typename lane_of<Tail>::type;
+    constexpr bool vec = lane_type_v<L0> && simd_ok<Tail, L0>::value;
+    using L = std::conditional_t<vec, L0, float>;
+    using index_array = std::array<index_t, 5>;
+    // Threads as run_gemm splits them: whole products per thread when there are enough, else each is cut.
+    constexpr double flops = 2.0 * double(M) * double(NC) * double(K);
+    const index_t threads = flops * double(gemms) < 4e6 ? 1 : thread_pool::instance().size();
+    const index_t parts = gemms >= threads ? 1 : threads * (flops >= 2e8 ? 2 : 1);
+    auto task = [&](index_t t0, index_t t1) {
+      for (index_t t = t0; t < t1; ++t) {
+        const index_t b = t / parts, g = b % groups, n = nhwc ? 0 : b / groups;
+        const gemm_part range = gemm_split<T>(M, NC, t % parts, parts);
+        auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+          const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0, g * OCg});
+          auto run = [&](const index_array& i, index_t lo, index_t hi) {
+            const auto d = make_row<3, L>(dst, i.data());
+            const auto s = make_row<3, L>(tail, i.data());
+            if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, 3>(), typename N::value_type>(d, s, lo, hi);
+            else store_run_scalar(d, s, lo, hi);
+          };
+          for (index_t r = i0; r < i0 + mc; ++r) {
+            if constexpr (nhwc) {
+              run({r / (OH * OW), r % (OH * OW) / OW, r % OW, 0, 0}, g * OCg + j0, g * OCg + j0 + nc);
+            } else {
+              for (index_t j = j0; j < j0 + nc;) { // the columns of one output row at a time
+                const index_t oh = j / OW, ow = j % OW, stop = std::min(OW, ow + (j0 + nc - j));
+                run({n, g * OCg + r, oh, 0, 0}, ow, stop);
+                j += stop - ow;
+              }
+            }
+          }
+        };
+        // Group g's first input channel in x and its first element in w.
+        const index_t x_group = g * Cv::Cg * dims.xc, w_group = g * (Cv::geometry.transposed ? Cv::Cg * dims.wc : OCg * dims.wm);
+        const auto w = weight_operand<Cv>(wp + w_group);
+        auto product = [&](const auto& a, const auto& bm) {
+          if constexpr (direct) {
+            constexpr auto ds = Dst::strides;
+            T* c = dst.data() + Dst::offset + (nhwc ? g * OCg * ds[3] : n * ds[0] + g * OCg * ds[1]);
+            gemm_range<T>(a, bm, M, K, range, gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]});
+          } else {
+            gemm_range<T>(a, bm, M, K, range, gemm_erased_out<T>::of(store));
+          }
+        };
+        if constexpr (nhwc) {
+          const EX* xg = xp + x_group;
+          if constexpr (pointwise) product(matrix_ref<EX>{xg, dims.xw, dims.xc}, w);
+          else product(im2col_rows_ref<EX>{xg, &dims}, w);
+        } else {
+          const EX* xg = xp + n * dims.xn + x_group;
+          if constexpr (pointwise) product(w, matrix_ref<EX>{xg, dims.xc, dims.xw});
+          else product(w, im2col_cols_ref<EX>{xg, &dims});
+        }
+      }
+    };
+    const index_t tasks = gemms * parts;
+    if (threads == 1) task(0, tasks);
+    else if (parts > threads) {
+      auto one = [&](int t) { task(t, t + 1); };
+      thread_pool::instance().run(int(tasks), one);
+    } else parallel_for(tasks, 1, 1, task);
+  }
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,319 @@
+#pragma once
+// Implicit im2col: the GEMM operands of a convolution that are never built in memory. The packing
+// routines read the input through the window geometry (zero where a tap falls in the padding) straight
+// into the micro-kernel's panels, so no im2col matrix (KH*KW times the input) is materialised; only the
+// KC x NC / MC x KC blocks the GEMM packs anyway exist at any time. gemm_range finds these pack_a /
+// pack_b overloads by argument-dependent lookup.
+//
+// The reduction index k runs over (c, kh, kw) for NCHW and (kh, kw, c) for NHWC: in NHWC a k-slice of
+// an im2col row is a few contiguous runs of channels; in NCHW a k-row of im2col is a strided (stride 1:
+// contiguous) run along an input row.
+//
+// Transposed convolution uses the same packing with the transposed geometry (conv_input_pos: output o
+// reads input (o + p - k*d) / s where that divides). With stride s, 1 - 1/s^2 of the packed values are
+// zeros, and the kernels multiply them: that costs s^2 the FLOPs of the useful work, but materialises
+// nothing, keeps one code path and keeps the sums in a fixed order (deterministic over threads). The
+// alternatives: scatter-add of a GEMM result (col2im: a buffer of im2col's size and a second pass), or a
+// split into s^2 sub-pixel convolutions (no waste, s^2 smaller GEMMs with ragged kernels); the latter is
+// the one to take if transposed convolutions with stride > 1 become a hot path.
+#include <algorithm>
+
+#include "tenfold/core/conv_node.hpp"
+#include "tenfold/cpu/gemm.hpp"
+
+namespace tenfold::cpu {
+
+// The geometry the packing needs, as run-time values: the packing routines (and gemm_range over them)
+// are then instantiated once per element type, not once per convolution shape, which keeps compile
+// times flat; they divide only once per panel row or k row, never per element.
+struct conv_dims {
+  index_t H, W, OH, OW, KH, KW, Cg;
+  index_t sh, sw, ph, pw, dh, dw;
+  bool transposed, nhwc;
+  index_t xn, xc, xh, xw;  // x's strides by role
+  index_t wm, wc, wh, wkw; // w's strides by role: m the output channel, c the input channel (within the group)
+
+  TENFOLD_INLINE index_t ih(index_t oh, index_t kh) const { return detail::conv_input_pos(oh, kh, sh, ph, dh, H, transposed); }
+  TENFOLD_INLINE index_t iw(index_t ow, index_t kw) const { return detail::conv_input_pos(ow, kw, sw, pw, dw, W, transposed); }
+};
+
+// Walks the reduction index k over (c, kh, kw) (NCHW) or (kh, kw, c) (NHWC), incrementally.
+struct conv_k_walk {
+  const conv_dims& d;
+  index_t c, kh, kw;
+  conv_k_walk(const conv_dims& dims, index_t k) : d(dims) {
+    if (d.nhwc) c = k % d.Cg, kw = k / d.Cg % d.KW, kh = k / (d.Cg * d.KW);
+    else c = k / (d.KH * d.KW), kh = k / d.KW % d.KH, kw = k % d.KW;
+  }
+  TENFOLD_INLINE index_t w_offset() const { return c * d.wc + kh * d.wh + kw * d.wkw; }
+  TENFOLD_INLINE void next() {
+    if (d.nhwc) {
+      if (++c < d.Cg) return;
+      c = 0;
+      if (++kw == d.KW) kw = 0, ++kh;
+    } else if (++kw == d.KW) {
+      kw = 0;
+      if (++kh == d.KH) kh = 0, ++c;
+    }
+  }
+};
+
+// conv_dims of a prepared conv node (its operands are strided leaves).
+template <class Cv>
+constexpr conv_dims conv_dims_of() {
+  constexpr conv_geometry G = Cv::geometry;
+  constexpr bool nhwc = Cv::nhwc, tr = G.transposed;
+  constexpr auto xs = Cv::x_type::strides;
+  constexpr auto ws = Cv::w_type::strides;
+  // conv nchw [OC, Cg, KH, KW], conv nhwc [KH, KW, Cg, OC], transposed nchw [C, OCg, KH, KW], nhwc [KH, KW, OCg, C]
+  constexpr int m_axis = tr ? (nhwc ? 2 : 1) : (nhwc ? 3 : 0), c_axis = tr ? (nhwc ? 3 : 0) : (nhwc ? 2 : 1);
+  return {Cv::H, Cv::W, Cv::OH, Cv::OW, Cv::KH, Cv::KW, Cv::Cg, G.stride_h, G.stride_w, G.pad_h, G.pad_w, G.dil_h, G.dil_w, tr, nhwc,
+          xs[0], xs[nhwc ? 3 : 1], xs[nhwc ? 1 : 2], xs[nhwc ? 2 : 3], ws[m_axis], ws[c_axis], ws[nhwc ? 0 : 2], ws[nhwc ? 1 : 3]};
+}
+
+// The weights of one group: (m, k) as the A operand (NCHW), (k, m) as the B operand (NHWC).
+// p: the group's first element.
+template <class E>
+struct conv_weight_ref {
+  const E* p;
+  const conv_dims* d;
+};
+// im2col as the A operand (NHWC): row r = (n, oh, ow) over the whole batch, column k = (kh, kw, c).
+// p: the group's first channel of x.
+template <class E>
+struct im2col_rows_ref {
+  const E* p;
+  const conv_dims* d;
+};
+// im2col as the B operand (NCHW): row k = (c, kh, kw), column j = (oh, ow) of one image.
+// p: image n, the group's first channel.
+template <class E>
+struct im2col_cols_ref {
+  const E* p;
+  const conv_dims* d;
+};
+
+template <class T, class E>
+void pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR;
+  const conv_dims& d = *a.d;
+  for (index_t p = 0; p < mc; p += MR) {
+    const index_t rows = std::min(MR, mc - p);
+    const E* src = a.p + (i0 + p) * d.wm;
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, out += rows, k.next()) {
+      const E* s = src + k.w_offset();
+      for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(s[r * d.wm]);
+    }
+  }
+}
+
+template <class T, class E>
+void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  const conv_dims& d = *b.d;
+  for (index_t q = 0; q < nc; q += NR, out += kc * NR) {
+    const index_t cols = std::min(NR, nc - q);
+    const E* src = b.p + (j0 + q) * d.wm;
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+      const E* s = src + k.w_offset();
+      T* o = out + kk * NR;
+      if (d.wm == 1)
+        for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[c]);
+      else
+        for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[c * d.wm]);
+      for (index_t c = cols; c < NR; ++c) o[c] = T(0);
+    }
+  }
+}
+
+// Few channels per group (a first layer on 1 or 3 channels, depthwise): k outermost, and a panel's rows
+// taken in runs that share an image and an output row, so that a tap reads one strided run of x per run
+// of rows (the channel-run order below would handle one value per row and tap).
+template <class T, class E>
+void pack_a_few_channels(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR;
+  const conv_dims& d = *a.d;
+  const index_t OHW = d.OH * d.OW, step = d.sw * d.xw;
+  for (index_t p = 0; p < mc; p += MR) {
+    const index_t rows = std::min(MR, mc - p);
+    struct run_of_rows {
+      index_t r0, r1, img, ih0, iw0; // rows [r0, r1): x offset of the image, window corner of row r0
+    } runs[MR];
+    index_t nruns = 0;
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t row = i0 + p + r, n = row / OHW, oh = row % OHW / d.OW, ow = row % d.OW;
+      if (r == 0 || ow == 0) runs[nruns++] = {r, r, n * d.xn, oh * d.sh - d.ph, ow * d.sw - d.pw};
+      runs[nruns - 1].r1 = r + 1;
+    }
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+      T* o = out + kk * rows;
+      const index_t dh = k.kh * d.dh, dw = k.kw * d.dw, coff = k.c * d.xc;
+      for (index_t u = 0; u < nruns; ++u) {
+        const run_of_rows& g = runs[u];
+        const index_t ih = g.ih0 + dh, iw = g.iw0 + dw, n = g.r1 - g.r0;
+        T* og = o + g.r0;
+        if (ih < 0 || ih >= d.H) {
+          for (index_t t = 0; t < n; ++t) og[t] = T(0);
+          continue;
+        }
+        // row r0 + t reads iw + t*sw: inside [0, W) for t in [lo, hi)
+        const index_t lo = std::min(n, iw >= 0 ? index_t(0) : (-iw + d.sw - 1) / d.sw);
+        const index_t hi = std::max(lo, std::min(n, iw >= d.W ? index_t(0) : (d.W - iw + d.sw - 1) / d.sw));
+        const E* src = a.p + g.img + ih * d.xh + coff;
+        index_t t = 0;
+        for (; t < lo; ++t) og[t] = T(0);
+        for (const E* q = src + (iw + lo * d.sw) * d.xw; t < hi; ++t, q += step) og[t] = static_cast<T>(*q);
+        for (; t < n; ++t) og[t] = T(0);
+      }
+    }
+    out += rows * kc;
+  }
+}
+
+template <class T, class E>
+void pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR;
+  const conv_dims& d = *a.d;
+  if (d.Cg < 4 && !d.transposed) return pack_a_few_channels<T>(a, i0, mc, k0, kc, out);
+  const index_t OHW = d.OH * d.OW;
+  for (index_t p = 0; p < mc; p += MR) {
+    const index_t rows = std::min(MR, mc - p);
+    index_t img[MR], oh[MR], ow[MR];
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t row = i0 + p + r;
+      img[r] = row / OHW * d.xn, oh[r] = row % OHW / d.OW, ow[r] = row % d.OW;
+    }
+    // Convolution: the window's corner per row, so that a tap's input position is one add away.
+    if (!d.transposed)
+      for (index_t r = 0; r < rows; ++r) oh[r] = oh[r] * d.sh - d.ph, ow[r] = ow[r] * d.sw - d.pw;
+    conv_k_walk k(d, k0);
+    // Runs of channels at one kernel tap: contiguous in x (NHWC), written k-major into the panel.
+    for (index_t kk = 0; kk < kc;) {
+      const index_t run = std::min(d.Cg - k.c, kc - kk);
+      for (index_t r = 0; r < rows; ++r) {
+        T* o = out + kk * rows + r;
+        index_t ih, iw;
+        if (!d.transposed) {
+          ih = oh[r] + k.kh * d.dh, iw = ow[r] + k.kw * d.dw;
+          if (ih >= d.H || iw >= d.W) ih = -1;
+        } else {
+          ih = d.ih(oh[r], k.kh), iw = d.iw(ow[r], k.kw);
+        }
+        if (ih >= 0 && iw >= 0) {
+          const E* src = a.p + img[r] + ih * d.xh + iw * d.xw + k.c * d.xc;
+          if (d.xc == 1)
+            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q]);
+          else
+            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q * d.xc]);
+        } else {
+          for (index_t q = 0; q < run; ++q) o[q * rows] = T(0);
+        }
+      }
+      kk += run;
+      k.c = 0;
+      if (++k.kw == d.KW) k.kw = 0, ++k.kh;
+    }
+    out += rows * kc;
+  }
+}
+
+// Convolution (not transposed): a k-row of the block is first built contiguously in a small buffer,
+// one output row at a time (zeros, a shifted copy of the input row, zeros: loops the compiler
+// vectorises), then dealt out to the panels with whole-vector copies. Writing the panels directly cost
+// more in per-segment set-up than in copying for the short rows (14, 28) of small CNNs (measured with
+// perf: pack was half the time of a 32->64 channel 14x14 layer).
+template <class T, class E>
+void pack_b_conv(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
+  constexpr index_t NR = gemm_tile<T>::NR, max_nc = gemm_blocking<T>::NC;
+  const conv_dims& d = *b.d;
+  alignas(default_alignment) T row[max_nc];
+  const index_t padded = (nc + NR - 1) / NR * NR, s = d.sw;
+  for (index_t j = nc; j < padded; ++j) row[j] = T(0);
+  conv_k_walk k(d, k0);
+  for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+    const E* plane = b.p + k.c * d.xc;
+    // This tap reads iw = ow*s + dw: inside [0, W) for ow in [lo, hi).
+    const index_t dw = k.kw * d.dw - d.pw, dh = k.kh * d.dh - d.ph;
+    const index_t lo = std::min(d.OW, dw >= 0 ? index_t(0) : (-dw + s - 1) / s);
+    const index_t hi = std::max(lo, std::min(d.OW, dw >= d.W ? index_t(0) : (d.W - dw + s - 1) / s));
+    index_t oh = j0 / d.OW, ow = j0 % d.OW;
+    for (index_t j = 0; j < nc; ++oh, ow = 0) {
+      const index_t end = std::min(d.OW, ow + (nc - j)); // this output row's columns: [ow, end)
+      T* r = row + j; // r[t - ow] for t in [ow, end)
+      const index_t ih = oh * d.sh + dh;
+      if (ih < 0 || ih >= d.H) {
+        for (index_t t = 0; t < end - ow; ++t) r[t] = T(0);
+      } else {
+        const E* src = plane + ih * d.xh;
+        const index_t a = std::clamp(lo, ow, end) - ow, z = std::clamp(hi, ow, end) - ow, n = end - ow;
+        index_t t = 0;
+        for (; t < a; ++t) r[t] = T(0);
+        if (s == 1 && d.xw == 1) {
+          const E* q = src + (ow + a + dw);
+          if constexpr (std::is_same_v<E, T>) // whole vectors: a library memcpy call costs more than these short runs
+            for (; t + lanes<T> <= z; t += lanes<T>) batch<T>::load_unaligned(q + (t - a)).store_unaligned(r + t);
+          for (; t < z; ++t) r[t] = static_cast<T>(q[t - a]);
+        } else {
+          for (; t < z; ++t) r[t] = static_cast<T>(src[((ow + t) * s + dw) * d.xw]);
+        }
+        for (; t < n; ++t) r[t] = T(0);
+      }
+      j += end - ow;
+    }
+    for (index_t q = 0; q < padded; q += NR) {
+      T* dst = out + q * kc + kk * NR;
+#pragma GCC unroll 4
+      for (index_t c = 0; c < NR; ++c) dst[c] = row[q + c];
+    }
+  }
+}
+
+template <class T, class E>
+void pack_b(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  const conv_dims& d = *b.d;
+  if (!d.transposed && nc <= gemm_blocking<T>::NC) return pack_b_conv<T>(b, k0, kc, j0, nc, out);
+  const index_t OW = d.OW, s = d.sw;
+  const index_t padded = (nc + NR - 1) / NR * NR;
+  conv_k_walk k(d, k0);
+  for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+    const E* plane = b.p + k.c * d.xc;
+    index_t oh = j0 / OW, ow = j0 % OW;
+    // Segments of columns within one output row and one panel: one input row, read with the stride.
+    for (index_t jj = 0; jj < nc;) {
+      const index_t seg = std::min({OW - ow, nc - jj, NR - jj % NR});
+      T* dst = out + jj / NR * kc * NR + kk * NR + jj % NR;
+      const index_t ih = d.ih(oh, k.kh);
+      if (ih < 0) {
+        for (index_t t = 0; t < seg; ++t) dst[t] = T(0);
+      } else if (!d.transposed) {
+        const E* row = plane + ih * d.xh;
+        // iw = iw0 + t*s is inside [0, W) for t in [lo, hi) (no division for stride 1).
+        const index_t iw0 = ow * s - d.pw + k.kw * d.dw;
+        const index_t lo = std::min(seg, iw0 >= 0 ? index_t(0) : s == 1 ? -iw0 : (-iw0 + s - 1) / s);
+        const index_t hi = std::max(lo, std::min(seg, iw0 >= d.W ? index_t(0) : s == 1 ? d.W - iw0 : (d.W - iw0 + s - 1) / s));
+        index_t t = 0;
+        for (; t < lo; ++t) dst[t] = T(0);
+        if (s == 1 && d.xw == 1)
+          for (const E* src = row + iw0; t < hi; ++t) dst[t] = static_cast<T>(src[t]);
+        else
+          for (; t < hi; ++t) dst[t] = static_cast<T>(row[(iw0 + t * s) * d.xw]);
+        for (; t < seg; ++t) dst[t] = T(0);
+      } else {
+        const E* row = plane + ih * d.xh;
+        for (index_t t = 0; t < seg; ++t) {
+          const index_t iw = d.iw(ow + t, k.kw);
+          dst[t] = iw >= 0 ? static_cast<T>(row[iw * d.xw]) : T(0);
+        }
+      }
+      jj += seg;
+      ow += seg;
+      if (ow == OW) ow = 0, ++oh;
+    }
+    for (index_t jj = nc; jj < padded; ++jj) out[jj / NR * kc * NR + kk * NR + jj % NR] = T(0);
+  }
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,210 @@
+// conv2d against a naive long-double reference over a grid of geometries (stride, padding, dilation,
+// groups incl. depthwise, kernels 1x1 / 3x3 / 5x3, odd sizes, batch 1 and 3), both layouts, f32 and
+// f64; the element-wise fallback (`at`); strided (permuted) inputs and non-leaf operands; the fused
+// bias + relu / residual epilogue against the separate computation; thread splits against one
+// single-range GEMM, bit for bit ([determinism], also run with 1 and 2 threads); the plan (one nest).
+// conv_transpose2d is in conv_transpose_test.cpp.
+#include "conv_test_support.hpp"
+
+using namespace conv_testing;
+
+namespace {
+// The grid: every value of each parameter appears, in combinations that reach the packing's edges
+// (padding on both sides, a dilated window wider than the stride, ragged panels, several k-slices).
+constexpr conv_case grid[] = {
+    {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 1, .kw = 1},                                      // pointwise: plain GEMM
+    {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 4, .kh = 3, .kw = 3, .ph = 1, .pw = 1},                    // same padding
+    {.n = 1, .c = 5, .h = 7, .w = 9, .oc = 3, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1},  // strided
+    {.n = 1, .c = 3, .h = 9, .w = 7, .oc = 2, .kh = 5, .kw = 3, .ph = 2, .pw = 2, .dh = 2, .dw = 2},  // dilated, 5x3
+    {.n = 3, .c = 4, .h = 9, .w = 9, .oc = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 2, .dw = 2, .groups = 2},
+    {.n = 1, .c = 4, .h = 7, .w = 9, .oc = 4, .kh = 3, .kw = 3, .ph = 1, .pw = 1, .groups = 2},
+    {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 3, .kh = 3, .kw = 3, .ph = 1, .pw = 1, .groups = 3},       // depthwise
+    {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 6, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .ph = 2, .pw = 2, .groups = 3},
+    {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .ph = 2, .pw = 2},
+    {.n = 1, .c = 5, .h = 7, .w = 9, .oc = 3, .kh = 1, .kw = 1, .sh = 2, .sw = 2},                    // strided 1x1
+    {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 1, .kw = 1, .ph = 1, .pw = 1},                    // padded 1x1
+    {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .ph = 2, .pw = 0, .dh = 2, .dw = 1},
+    // Large enough for several k-slices (K = 288 > KC), row blocks and a thread split.
+    {.n = 2, .c = 32, .h = 17, .w = 15, .oc = 40, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
+};
+
+template <class T, bool Nhwc, conv_case P>
+void check_case() {
+  using W = std::conditional_t<Nhwc, shape<P.kh, P.kw, P.c / P.groups, P.oc>, shape<P.oc, P.c / P.groups, P.kh, P.kw>>;
+  Tensor<T, x_shape<P, Nhwc>> x;
+  Tensor<T, W> w;
+  fill(x, 1), fill(w, 2);
+  auto e = conv2d(x, w, stride<P.sh, P.sw>, padding<P.ph, P.pw>, dilation<P.dh, P.dw>, groups<P.groups>,
+                  layout_tag<Nhwc ? conv_layout::nhwc : conv_layout::nchw>);
+  using E = decltype(e);
+  Tensor<T, typename E::shape_type> y = e;
+  const reference r = naive(P, Nhwc, false, x.data(), w.data());
+  require_close<T>(y, r, E::str().c_str());
+  if constexpr (std::is_same_v<T, float>) { // the same through the epilogue store (not C itself)
+    Tensor<T, typename E::shape_type> y1 = e + T(0);
+    for (index_t i = 0; i < y.size(); ++i) REQUIRE(y1.data()[i] == y.data()[i]);
+  }
+}
+
+template <class T, bool Nhwc>
+void check_grid() {
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (check_case<T, Nhwc, grid[I]>(), ...); }(std::make_index_sequence<std::size(grid)>{});
+}
+} // namespace
+
+TEST_CASE("conv2d NCHW f32 matches the long-double reference over the grid", "[conv]") { check_grid<float, false>(); }
+TEST_CASE("conv2d NHWC f32 matches the long-double reference over the grid", "[conv]") { check_grid<float, true>(); }
+TEST_CASE("conv2d NCHW f64 matches the long-double reference over the grid", "[conv]") { check_grid<double, false>(); }
+TEST_CASE("conv2d NHWC f64 matches the long-double reference over the grid", "[conv]") { check_grid<double, true>(); }
+
+TEST_CASE("conv2d: the node's own at() (the fallback and device path) matches the reference", "[conv]") {
+  constexpr conv_case P{.n = 2, .c = 4, .h = 7, .w = 9, .oc = 6, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .ph = 2, .pw = 1, .dh = 1, .dw = 2, .groups = 2};
+  Tensor<float, shape<2, 4, 7, 9>> x;
+  Tensor<float, shape<6, 2, 5, 3>> w;
+  fill(x, 3), fill(w, 4);
+  const auto e = conv2d(x, w, stride<2, 1>, padding<2, 1>, dilation<1, 2>, groups<2>);
+  const reference r = naive(P, false, false, x.data(), w.data());
+  using S = decltype(e)::shape_type;
+  Tensor<float, S> y;
+  for (index_t i = 0; i < S::size; ++i) {
+    index_t idx[4];
+    detail::unravel<S>(i, idx);
+    y.data()[i] = float(e.at(idx));
+  }
+  require_close<float>(y, r, "at()");
+  // Integer convolutions run through at() in the evaluator.
+  Tensor<std::int32_t, shape<1, 2, 5, 5>> xi;
+  Tensor<std::int32_t, shape<3, 2, 3, 3>> wi;
+  for (index_t i = 0; i < xi.size(); ++i) xi.data()[i] = std::int32_t(i % 7) - 3;
+  for (index_t i = 0; i < wi.size(); ++i) wi.data()[i] = std::int32_t(i % 5) - 2;
+  Tensor<std::int32_t, shape<1, 3, 5, 5>> yi = conv2d(xi, wi, padding<1>);
+  std::vector<float> xf(xi.begin(), xi.end()), wf(wi.begin(), wi.end());
+  const reference ri = naive(conv_case{.n = 1, .c = 2, .h = 5, .w = 5, .oc = 3, .kh = 3, .kw = 3, .ph = 1, .pw = 1}, false, false, xf.data(), wf.data());
+  for (index_t i = 0; i < yi.size(); ++i) REQUIRE(ld(yi.data()[i]) == ri.value[std::size_t(i)]);
+}
+
+TEST_CASE("conv2d reads strided inputs in place and materialises computed operands", "[conv]") {
+  Tensor<float, shape<2, 3, 7, 9>> x_nchw;
+  Tensor<float, shape<3, 3, 3, 4>> w; // HWIO
+  fill(x_nchw, 5), fill(w, 6);
+  // NHWC conv of a permuted (non-contiguous) view: the packing walks the view's strides.
+  Tensor<float, shape<2, 7, 9, 4>> y = conv2d(permute<0, 2, 3, 1>(x_nchw), w, padding<1>, nhwc);
+  Tensor<float, shape<2, 7, 9, 3>> x_nhwc = permute<0, 2, 3, 1>(x_nchw);
+  const reference r = naive(conv_case{.n = 2, .c = 3, .h = 7, .w = 9, .oc = 4, .kh = 3, .kw = 3, .ph = 1, .pw = 1}, true, false,
+                            x_nhwc.data(), w.data());
+  require_close<float>(y, r, "permuted input");
+  // A computed input is materialised first (one buffer, two nests), with the same result.
+  using Computed = decltype(conv2d(x_nhwc * 2.0f, w, padding<1>, nhwc));
+  static_assert(plan_of<Computed>::nests == 2 && plan_of<Computed>::buffers == 1);
+  Tensor<float, shape<2, 7, 9, 4>> y2 = conv2d(x_nhwc * 2.0f, w, padding<1>, nhwc);
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y2.data()[i] == 2.0f * y.data()[i]); // scaling by 2 is exact
+}
+
+// The epilogue: bias + relu and a residual add are applied in the GEMM's store, one nest, no buffer.
+namespace {
+Tensor<float, shape<3, 8, 9, 7>> ex;
+Tensor<float, shape<16, 8, 3, 3>> ew;
+Tensor<float, shape<16, 1, 1>> eb;
+Tensor<float, shape<3, 16, 9, 7>> eres;
+Tensor<float, shape<3, 9, 7, 8>> hx;
+Tensor<float, shape<3, 3, 8, 16>> hw;
+Tensor<float, shape<16>> hb;
+} // namespace
+static_assert(plan_of<decltype(relu(conv2d(ex, ew, padding<1>) + eb))>::nests == 1);
+static_assert(plan_of<decltype(relu(conv2d(ex, ew, padding<1>) + eb))>::buffers == 0);
+static_assert(plan_of<decltype(conv2d(ex, ew, padding<1>) + eres)>::nests == 1);
+static_assert(plan_of<decltype(relu(conv2d(hx, hw, padding<1>, nhwc) + hb))>::nests == 1);
+static_assert(plan_of<decltype(relu(conv2d(hx, hw, padding<1>, nhwc) + hb))>::buffers == 0);
+// Read by anything but an elementwise consumer at its own shape, a conv materialises (like matmul).
+static_assert(plan_of<decltype(sum(conv2d(ex, ew, padding<1>), axis<1>))>::buffers == 1);
+namespace {
+Tensor<float, shape<4, 16, 3, 3>> ew2;
+}
+static_assert(plan_of<decltype(conv2d(relu(conv2d(ex, ew, padding<1>)), ew2))>::nests == 2);
+static_assert(plan_of<decltype(conv2d(relu(conv2d(ex, ew, padding<1>)), ew2))>::buffers == 1);
+static_assert(arena_plan<decltype(sum(conv2d(ex, ew, padding<1>), axis<1>))>::bytes >= 3 * 16 * 9 * 7 * 4);
+
+TEST_CASE("conv2d: bias + relu and residual adds fused into the store equal the separate computation", "[conv]") {
+  fill(ex, 7), fill(ew, 8), fill(eb, 9), fill(eres, 10), fill(hx, 11), fill(hw, 12), fill(hb, 13);
+  Tensor<float, shape<3, 16, 9, 7>> plain = conv2d(ex, ew, padding<1>);
+  Tensor<float, shape<3, 16, 9, 7>> fused = relu(conv2d(ex, ew, padding<1>) + eb);
+  Tensor<float, shape<3, 16, 9, 7>> separate = relu(plain + eb);
+  for (index_t i = 0; i < fused.size(); ++i) REQUIRE(fused.data()[i] == separate.data()[i]);
+  Tensor<float, shape<3, 16, 9, 7>> residual = conv2d(ex, ew, padding<1>) + eres;
+  Tensor<float, shape<3, 16, 9, 7>> residual_sep = plain + eres;
+  for (index_t i = 0; i < residual.size(); ++i) REQUIRE(residual.data()[i] == residual_sep.data()[i]);
+  // NHWC, with the bias along the last axis; and a conversion to f64 in the store.
+  Tensor<float, shape<3, 9, 7, 16>> hplain = conv2d(hx, hw, padding<1>, nhwc);
+  Tensor<float, shape<3, 9, 7, 16>> hfused = relu(conv2d(hx, hw, padding<1>, nhwc) + hb);
+  Tensor<float, shape<3, 9, 7, 16>> hsep = relu(hplain + hb);
+  for (index_t i = 0; i < hfused.size(); ++i) REQUIRE(hfused.data()[i] == hsep.data()[i]);
+  Tensor<double, shape<3, 9, 7, 16>> hwide = conv2d(hx, hw, padding<1>, nhwc);
+  for (index_t i = 0; i < hwide.size(); ++i) REQUIRE(hwide.data()[i] == double(hplain.data()[i]));
+}
+
+// Thread splits: the evaluator's result (split over the pool as it sees fit) against one single-range
+// product over the same operands, bit for bit. ctest runs this with 1 and 2 threads.
+TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "[conv][determinism]") {
+  Tensor<float, shape<1, 32, 17, 15>> x;
+  Tensor<float, shape<40, 32, 3, 3>> w;
+  Tensor<float, shape<40, 1, 1>> b;
+  fill(x, 14), fill(w, 15), fill(b, 16);
+  Tensor<float, shape<1, 40, 17, 15>> y = conv2d(x, w, padding<1>);
+  Tensor<float, shape<1, 40, 17, 15>> yf = relu(conv2d(x, w, padding<1>) + b);
+  using Cv = decltype(conv2d(x, w, padding<1>));
+  using XL = Cv::x_type;
+  constexpr index_t M = 40, N = 17 * 15, K = 32 * 9;
+  Tensor<float, shape<1, 40, 17, 15>> serial;
+  static constexpr cpu::conv_dims dims = cpu::conv_dims_of<Cv>();
+  cpu::gemm_range<float>(cpu::conv_weight_ref<float>{w.data(), &dims}, cpu::im2col_cols_ref<float>{x.data(), &dims}, M, K,
+                         cpu::gemm_part{0, M, 0, N}, cpu::gemm_direct_out<float>{serial.data(), N});
+  static_assert(std::is_same_v<XL, detail::node_t<Tensor<float, shape<1, 32, 17, 15>>&>>);
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == serial.data()[i]);
+  Tensor<float, shape<1, 40, 17, 15>> serial_fused = relu(serial + b);
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(yf.data()[i] == serial_fused.data()[i]);
+
+  // NHWC: one product with the batch's positions as rows.
+  Tensor<float, shape<2, 17, 15, 32>> hx;
+  Tensor<float, shape<3, 3, 32, 40>> hw;
+  fill(hx, 17), fill(hw, 18);
+  Tensor<float, shape<2, 17, 15, 40>> hy = conv2d(hx, hw, padding<1>, nhwc);
+  using Hv = decltype(conv2d(hx, hw, padding<1>, nhwc));
+  Tensor<float, shape<2, 17, 15, 40>> hserial;
+  static constexpr cpu::conv_dims hdims = cpu::conv_dims_of<Hv>();
+  cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hw.data(), &hdims}, 2 * 17 * 15, K,
+                         cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40});
+  for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
+}
+
+// A small CNN as a program: conv -> bias + relu (in the first GEMM's store) -> conv. The arena holds
+// exactly the first activation, which the second conv reads as its packed operand.
+namespace {
+struct tiny_cnn {
+  Tensor<float, shape<8, 3, 3, 3>> w1;
+  Tensor<float, shape<8, 1, 1>> b1;
+  Tensor<float, shape<4, 8, 3, 3>> w2;
+  auto parameters() const { return std::tie(w1, b1, w2); }
+  auto forward(const Tensor<float, shape<2, 3, 9, 7>>& x) const {
+    return conv2d(relu(conv2d(x, w1, padding<1>) + b1), w2, stride<2>);
+  }
+};
+using cnn_plan = program_plan<const tiny_cnn, Tensor<float, shape<2, 3, 9, 7>>>;
+static_assert(cnn_plan::buffers == 1);
+static_assert(cnn_plan::arena_bytes == 2 * 8 * 9 * 7 * 4 && cnn_plan::arena_bytes == cnn_plan::lower_bound);
+static_assert(std::is_same_v<cnn_plan::output_type, Tensor<float, shape<2, 4, 4, 3>>>);
+} // namespace
+
+TEST_CASE("conv2d in a program: the planned arena holds the activation between two convs", "[conv]") {
+  tiny_cnn m;
+  fill(m.w1, 20), fill(m.b1, 21), fill(m.w2, 22);
+  Tensor<float, shape<2, 3, 9, 7>> x;
+  fill(x, 23);
+  program<const tiny_cnn, Tensor<float, shape<2, 3, 9, 7>>> run(m);
+  Tensor<float, shape<2, 4, 4, 3>> y = run(x);
+  Tensor<float, shape<2, 8, 9, 7>> h = relu(conv2d(x, m.w1, padding<1>) + m.b1);
+  Tensor<float, shape<2, 4, 4, 3>> expected = conv2d(h, m.w2, stride<2>);
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == expected.data()[i]);
+  // and the chain against the long-double reference, layer by layer
+  const reference r = naive(conv_case{.n = 2, .c = 8, .h = 9, .w = 7, .oc = 4, .kh = 3, .kw = 3, .sh = 2, .sw = 2}, false, false, h.data(), m.w2.data());
+  require_close<float>(y, r, "program");
+}
