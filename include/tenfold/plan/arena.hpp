@@ -104,6 +104,8 @@ constexpr void visit_prepared(arena_analysis& a, int nest) {
   if constexpr (detail::is_matmul_node_v<H>) {
     visit_operand<typename H::a_type, Tags...>(a, nest);
     visit_operand<typename H::b_type, Tags...>(a, nest);
+  } else if constexpr (detail::is_leaf_operand_node_v<H>) {
+    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_operand<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(H::args)*>(nullptr));
   } else {
     visit<typename H::child_type, Tags...>(a, nest);
   }
