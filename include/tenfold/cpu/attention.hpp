@@ -140,22 +140,6 @@ T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
   return alpha;
 }
 
-// Packs Kᵀ (D x ldk, zero-padded keys) and V (Sk x ldv, zero-padded columns) of one batch element.
-template <class T, class EK, class EV>
-void pack_kv(const matrix_ref<EK>& k, const matrix_ref<EV>& v, index_t Sk, index_t D, index_t Dv, T* kt, index_t ldk, T* vp,
-             index_t ldv) {
-  for (index_t d = 0; d < D; ++d) {
-    T* row = kt + d * ldk;
-    for (index_t j = 0; j < Sk; ++j) row[j] = static_cast<T>(static_cast<compute_t<EK>>(k.p[j * k.rs + d * k.cs]));
-    for (index_t j = Sk; j < ldk; ++j) row[j] = T(0);
-  }
-  for (index_t j = 0; j < Sk; ++j) {
-    T* row = vp + j * ldv;
-    for (index_t e = 0; e < Dv; ++e) row[e] = static_cast<T>(static_cast<compute_t<EV>>(v.p[j * v.rs + e * v.cs]));
-    for (index_t e = Dv; e < ldv; ++e) row[e] = T(0);
-  }
-}
-
 // dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
 template <class Dst, class N>
 void run_attention(const Dst& dst, const N& n) {
@@ -174,11 +158,12 @@ void run_attention(const Dst& dst, const N& n) {
     using Bk = attention_blocking<T>;
     constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
     constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv;
-    constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv;
+    constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
     constexpr index_t q_blocks = (Sq + Br - 1) / Br, batches = detail::product(S::dims, 0, R - 2);
     using LQ = typename N::q_type;
     using LK = typename N::k_type;
     using LV = typename N::v_type;
+    constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
     const LQ& ql = std::get<0>(n.args);
     const LK& kl = std::get<1>(n.args);
     const LV& vl = std::get<2>(n.args);
@@ -197,7 +182,12 @@ void run_attention(const Dst& dst, const N& n) {
       T* kt = ws.kt.get(D * ldk);
       T* vp = ws.v.get(Sk * ldv);
       if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p) {
-        pack_kv<T>(km, vm, Sk, D, Dv, kt, ldk, vp, ldv);
+        // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
+        // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
+        // columns [e, e + NR) at vp + e·Sk; padding is 0. Contiguous panels keep the micro-kernel's
+        // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
+        pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, Sk, kt);
+        pack_b<T>(vm, 0, Sk, 0, Dv, vp);
         ws.call = call, ws.k_at = km.p, ws.v_at = vm.p;
       }
       const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
@@ -208,24 +198,26 @@ void run_attention(const Dst& dst, const N& n) {
       T* l = m + Br;
       for (index_t r = 0; r < br; ++r) {
         for (index_t d = 0; d < D; ++d)
-          qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * qm.rs + d * qm.cs]));
+          qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
         for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
         m[r] = neg_inf, l[r] = T(0);
       }
       const index_t kend = N::visible(i0 + br - 1); // keys any row of the block sees
       for (index_t c0 = 0; c0 < kend; c0 += Bc) {
-        const index_t kc = std::min(Bc, kend - c0), cols = round_up(kc, NR);
-        for (index_t p = 0; p < cols; p += NR)
-          for (index_t r0 = 0; r0 < br; r0 += MR)
-            tiles[std::min(MR, br - r0) - 1](qs + r0 * D, D, kt + c0 + p, ldk, D, s + r0 * lds + p, lds, false);
-        for (index_t r = 0; r < br; ++r) {
-          const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, N::visible(i0 + r) - c0), kc, m[r], l[r]);
-          if (alpha != T(1))
-            for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
+        // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
+        for (index_t r0 = 0; r0 < br; r0 += MR) {
+          const index_t rows = std::min(MR, br - r0);
+          const index_t kc = std::clamp<index_t>(N::visible(i0 + r0 + rows - 1) - c0, 0, Bc);
+          for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
+          for (index_t r = r0; r < r0 + rows; ++r) {
+            const bool first = l[r] == T(0); // O is still 0: no rescale needed
+            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, N::visible(i0 + r) - c0), kc, m[r], l[r]);
+            if (alpha != T(1) && !first)
+              for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
+          }
+          if (kc > 0)
+            for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * Sk + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
         }
-        for (index_t r0 = 0; r0 < br; r0 += MR)
-          for (index_t p = 0; p < ldv; p += NR)
-            tiles[std::min(MR, br - r0) - 1](s + r0 * lds, lds, vp + c0 * ldv + p, ldv, kc, o + r0 * ldo + p, ldo, true);
       }
       // O / l; a row that saw no key (l = 0) is 0.
       index_t off = Dst::offset;
@@ -233,8 +225,10 @@ void run_attention(const Dst& dst, const N& n) {
       using E = typename Dst::value_type;
       for (index_t r = 0; r < br; ++r) {
         E* out = dst.data() + off + (i0 + r) * Dst::strides[R - 2];
-        const T lr = l[r];
-        for (index_t e = 0; e < Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(lr > T(0) ? o[r * ldo + e] / lr : T(0));
+        T* orow = o + r * ldo;
+        const batch<T> lr(l[r] > T(0) ? l[r] : T(1)); // l = 0: O is 0 as well
+        for (index_t e = 0; e < ldv; e += Bk::W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
+        for (index_t e = 0; e < Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
       }
     };
 
