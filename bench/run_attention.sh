@@ -20,16 +20,18 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENFOLD_BUILD_BENCH=ON \
     -DTENFOLD_BUILD_TESTS=OFF -DTENFOLD_BUILD_EXAMPLES=OFF
 fi
-cmake --build "$build" --target tenfold_bench_attention
+cmake --build "$build" --target tenfold_bench_attention -j2
 mkdir -p "$out"
 
 loads=()
-for threads in 1 2; do
-  loads+=("$(uptime)")
-  TENFOLD_NUM_THREADS=$threads "$build/bench/tenfold_bench_attention" --benchmark_repetitions="$reps" \
-    --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 --benchmark_filter="$filter" \
-    --benchmark_out_format=json --benchmark_out="$out/attention_t$threads.json" >/dev/null
-done
+if [[ -z "${REPORT_ONLY:-}" ]]; then # REPORT_ONLY=1: print the table of the last run's JSON again
+  for threads in 1 2; do
+    loads+=("$(uptime)")
+    TENFOLD_NUM_THREADS=$threads "$build/bench/tenfold_bench_attention" --benchmark_repetitions="$reps" \
+      --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 --benchmark_filter="$filter" \
+      --benchmark_out_format=json --benchmark_out="$out/attention_t$threads.json" >/dev/null
+  done
+fi
 loads+=("$(uptime)")
 
 python3 - "$out/attention_t1.json" "$out/attention_t2.json" "$(git -C "$root" rev-parse --short HEAD)" "${loads[@]}" <<'PY'
@@ -43,14 +45,14 @@ for threads, path in zip((1, 2), files):
     for b in json.load(open(path))["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
-        name = b["run_name"] if "run_name" in b else b["name"]
+        name = re.sub(r"/real_time$", "", b.get("run_name", b["name"]))
         best[name] = max(best.get(name, 0.0), b["flops"])
     peak = best.get("attention/peak/fma", float("nan"))
-    cases = []
-    for name in best:
-        m = re.match(r"attention/tiled/(.*)", name)
-        if m:
-            cases.append(m.group(1))
+    cases = [m.group(1) for m in (re.match(r"attention/tiled/(.*)", n) for n in best) if m]
+    def order(c):
+        bh, s, d = (int(x) for x in re.match(r"bh(\d+)_s(\d+)_d(\d+)", c).groups())
+        return (s, d, bh, c.endswith("causal"))
+    cases.sort(key=order)
     impls = ["tiled", "formula", "openblas", "naive"]
     print(f"\n{threads} thread(s), FMA peak {peak / 1e9:.0f} GFLOP/s (f32)\n")
     print("| case (B·H, S, D) | " + " | ".join(f"{i} GFLOP/s" for i in impls) + " | tiled % of peak | tiled / formula | tiled / openblas |")
