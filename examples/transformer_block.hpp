@@ -45,8 +45,8 @@ struct encoder_block {
       auto q = split(slice<whole, range<0, D>>(qkv));
       auto k = split(slice<whole, range<D, 2 * D>>(qkv));
       auto v = split(slice<whole, range<2 * D, 3 * D>>(qkv));
-      auto p = softmax(matmul(q, swapaxes<1, 2>(k)) * (1.0f / std::sqrt(float(head_dim))));
-      return linear(reshape<S, D>(permute<1, 0, 2>(matmul(p, v))), w_o, b_o);
+      // Tiled, with an online softmax: the S x S scores of a head are never materialised.
+      return linear(reshape<S, D>(permute<1, 0, 2>(tenfold::attention(q, k, v))), w_o, b_o);
     });
   }
 

@@ -123,3 +123,13 @@ TEST_CASE("a transformer block's forward pass as a program allocates nothing", "
   step(out, x1);
   CHECK(allocations_during([&] { step(out, x1); }) == 0);
 }
+
+TEST_CASE("attention allocates nothing after its per-thread scratch is made", "[alloc][attention]") {
+  // Small enough to run on the calling thread, so that the warm-up makes exactly the scratch it uses.
+  rng g(5);
+  Tensor<float, shape<2, 64, 32>> q = normal<shape<2, 64, 32>>(g), k = normal<shape<2, 64, 32>>(g), v = q, y;
+  y = attention(q, k, v); // warm-up
+  CHECK(allocations_during([&] { y = attention(q, k, v); }) == 0);
+  CHECK(allocations_during([&] { y = attention(q, k, v, causal); }) == 0);
+  CHECK(allocations_during([&] { y = attention(q, k, v, causal, 0.5); }) == 0);
+}

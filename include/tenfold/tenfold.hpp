@@ -9,5 +9,6 @@
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
 #include "tenfold/ops/conv.hpp"
+#include "tenfold/ops/attention.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"

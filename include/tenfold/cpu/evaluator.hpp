@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include "tenfold/cpu/attention.hpp"
 #include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/conv.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
@@ -225,6 +226,7 @@ void run(const Dst& dst, const N& n) {
   }
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
+  else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
   else run_elementwise(dst, n);
 }
 } // namespace cpu

@@ -73,6 +73,14 @@ auto with_prepared_input(H&& h, Src& src) {
               {}, {as_operand_leaf(std::forward<decltype(c)>(c), src)...}};
         },
         std::forward<H>(h).args);
+  } else if constexpr (detail::is_leaf_operand_node_v<D>) {
+    return std::apply(
+        [&](auto&&... c) {
+          // Braced initialisation evaluates left to right: buffers are taken in the planned order.
+          return h.with_operands(std::tuple<decltype(as_operand_leaf(std::forward<decltype(c)>(c), src))...>{
+              as_operand_leaf(std::forward<decltype(c)>(c), src)...});
+        },
+        std::forward<H>(h).args);
   } else {
     auto c = materialize(std::forward<H>(h).arg, src);
     if constexpr (detail::is_reduce_node_v<D>)

@@ -2,6 +2,7 @@
 // Composites written as plain expressions from the table's ops — no kernel of their own. Reductions
 // taken with keepdims and broadcast back are computed once per row by the evaluator, so softmax,
 // layer_norm, cross_entropy and the rest each run as one loop nest per output row.
+#include "tenfold/core/leaf_operand_node.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/matmul_node.hpp"
@@ -20,7 +21,9 @@ namespace tenfold {
 namespace detail {
 template <class N>
 constexpr bool costly() {
-  if constexpr (is_matmul_node_v<N> || is_conv_node_v<N> || is_reduce_node_v<N> || is_scan_node_v<N> || is_let_node_v<N>) return true;
+  if constexpr (is_matmul_node_v<N> || is_conv_node_v<N> || is_reduce_node_v<N> || is_scan_node_v<N> || is_let_node_v<N> ||
+                is_leaf_operand_node_v<N>)
+    return true;
   else if constexpr (requires { N::args; })
     return []<class... C>(std::tuple<C...>*) { return (false || ... || costly<C>()); }(static_cast<decltype(N::args)*>(nullptr));
   else if constexpr (requires { N::arg; }) return costly<std::remove_cvref_t<decltype(N::arg)>>();

@@ -101,7 +101,7 @@ constexpr void visit_operand(arena_analysis& a, int nest) {
 
 template <class H, class... Tags>
 constexpr void visit_prepared(arena_analysis& a, int nest) {
-  if constexpr (is_gemm_driven_v<H>) {
+  if constexpr (is_gemm_driven_v<H> || detail::is_leaf_operand_node_v<H>) {
     []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_operand<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(H::args)*>(nullptr));
   } else {
     visit<typename H::child_type, Tags...>(a, nest);

@@ -13,9 +13,13 @@
 //    elementwise nodes only (relu(matmul(x, w) + b)), runs as the root: the consumer is applied to each
 //    finished block of the GEMM in its store. Any other one materialises, and so does an operand of one
 //    that is not a tensor or a view of one (the GEMM packs straight from memory);
+//  - a node with leaf operands (core/leaf_operand_node.hpp: attention) runs its own kernel: it
+//    materialises unless it is the root, and so does each of its operands that is not a tensor or a
+//    view of one;
 //  - any other reduction or scan would be recomputed for many elements (or read with a stride): it
 //    materialises into a buffer first, which costs one more loop nest and is then read like a tensor.
 #include "tenfold/core/conv_node.hpp"
+#include "tenfold/core/leaf_operand_node.hpp"
 #include "tenfold/core/matmul_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
@@ -29,7 +33,8 @@ template <class N>
 inline constexpr bool is_gemm_driven_v = detail::is_matmul_node_v<N> || detail::is_conv_node_v<N>;
 
 template <class N>
-inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N> || is_gemm_driven_v<N>;
+inline constexpr bool is_heavy_v = detail::is_reduce_node_v<N> || detail::is_scan_node_v<N> || is_gemm_driven_v<N> ||
+                                   detail::is_leaf_operand_node_v<N>;
 
 // How many GEMM-driven nodes (matmuls, convs) are reachable from N through elementwise nodes alone.
 template <class N>

@@ -1,0 +1,234 @@
+// Attention: tenfold's tiled attention (online softmax, no Sq x Sk scores) against the materialised
+// formula softmax(q kᵀ · scale) v written in tenfold (matmul, row-fused softmax, matmul, its arena
+// planned and allocated once), the same formula on OpenBLAS (two sgemm per head around a scalar
+// softmax), and naive loops; plus the machine's FMA peak measured in the same run.
+//
+// Shapes (B·H, S, D), f32, self-attention (Sq = Sk = S, Dv = D), causal and not. Names are
+// attention/<impl>/bh<B·H>_s<S>_d<D>[_causal]; each reports "flops" as a rate: 4·B·H·S²·D per
+// iteration, half of it for causal (the work a causal kernel can skip; the materialised versions do
+// the full products and mask the scores, so their rate is counted on the same half).
+//
+// Threads: tenfold's pool reads TENFOLD_NUM_THREADS once per process, so bench/run_attention.sh runs
+// this binary once per thread count, and OpenBLAS gets the same count. With one thread the time is the
+// benchmark thread's CPU time (robust to other users of the machine); with more it is wall time.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <tenfold/tenfold.hpp>
+
+namespace tf = tenfold;
+using tf::index_t;
+
+namespace {
+
+int bench_threads() {
+  const char* e = std::getenv("TENFOLD_NUM_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : int(tf::cpu::thread_pool::instance().size());
+}
+
+template <class T, class S>
+void fill_uniform(tf::Tensor<T, S>& t, std::uint64_t seed) {
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& v : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    v = T(-1.0f + 2.0f * float(s >> 40) * 0x1p-24f);
+  }
+}
+
+void set_rate(benchmark::State& st, double flops) {
+  st.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// OpenBLAS's idle workers spin for a while after each call: let them sleep before timing anyone else.
+void let_openblas_workers_sleep() {
+  if (tf::cpu::thread_pool::instance().size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+}
+
+template <index_t BH, index_t S, index_t D>
+struct operands {
+  tf::Tensor<float, tf::shape<BH, S, D>> q, k, v, o;
+  tf::Tensor<float, tf::shape<S, S>> mask; // 0 where a key is visible, -inf where causal hides it
+  operands() {
+    fill_uniform(q, 1), fill_uniform(k, 2), fill_uniform(v, 3);
+    for (index_t i = 0; i < S; ++i)
+      for (index_t j = 0; j < S; ++j) mask(i, j) = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+  }
+  static operands& get() {
+    static operands x;
+    return x;
+  }
+};
+
+template <index_t BH, index_t S, index_t D>
+constexpr double flops(bool causal) {
+  return 4.0 * BH * double(S) * S * D * (causal ? 0.5 : 1.0);
+}
+
+template <index_t BH, index_t S, index_t D, bool Causal>
+void bm_tiled(benchmark::State& st) {
+  auto& x = operands<BH, S, D>::get();
+  let_openblas_workers_sleep();
+  for (auto _ : st) {
+    if constexpr (Causal) x.o = tf::attention(x.q, x.k, x.v, tf::causal);
+    else x.o = tf::attention(x.q, x.k, x.v);
+    benchmark::DoNotOptimize(x.o.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, flops<BH, S, D>(Causal));
+}
+
+// The formula as a user writes it in tenfold; its scores and probabilities live in a planned arena,
+// allocated once outside the timed loop.
+template <index_t BH, index_t S, index_t D, bool Causal>
+void bm_formula(benchmark::State& st) {
+  auto& x = operands<BH, S, D>::get();
+  const float scale = 1.0f / std::sqrt(float(D));
+  auto expr = [&] {
+    if constexpr (Causal) return tf::matmul(tf::softmax(tf::matmul(x.q, tf::swapaxes<1, 2>(x.k)) * scale + x.mask), x.v);
+    else return tf::matmul(tf::softmax(tf::matmul(x.q, tf::swapaxes<1, 2>(x.k)) * scale), x.v);
+  };
+  using P = tf::arena_plan<decltype(tf::detail::as_node(expr()))>;
+  auto* arena = static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(64)));
+  let_openblas_workers_sleep();
+  for (auto _ : st) {
+    tf::eval(x.o, expr(), std::span<std::byte>(arena, P::bytes));
+    benchmark::DoNotOptimize(x.o.data());
+    benchmark::ClobberMemory();
+  }
+  ::operator delete[](arena, std::align_val_t(64));
+  st.counters["arena_MiB"] = double(P::bytes) / (1 << 20);
+  set_rate(st, flops<BH, S, D>(Causal));
+}
+
+// Per head: S = scale · Q Kᵀ (sgemm), masked row softmax, O = P V (sgemm).
+template <index_t BH, index_t S, index_t D, bool Causal>
+void bm_openblas(benchmark::State& st) {
+  auto& x = operands<BH, S, D>::get();
+  std::vector<float> p(static_cast<std::size_t>(S * S));
+  const float scale = 1.0f / std::sqrt(float(D));
+  for (auto _ : st) {
+    for (index_t h = 0; h < BH; ++h) {
+      const float* q = x.q.data() + h * S * D;
+      const float* k = x.k.data() + h * S * D;
+      const float* v = x.v.data() + h * S * D;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, D, scale, q, D, k, D, 0.0f, p.data(), S);
+      for (index_t i = 0; i < S; ++i) {
+        float* r = p.data() + i * S;
+        const index_t n = Causal ? i + 1 : S;
+        float m = r[0];
+        for (index_t j = 1; j < n; ++j) m = std::max(m, r[j]);
+        float z = 0;
+        for (index_t j = 0; j < n; ++j) z += r[j] = std::exp(r[j] - m);
+        const float inv = 1.0f / z;
+        for (index_t j = 0; j < n; ++j) r[j] *= inv;
+        for (index_t j = n; j < S; ++j) r[j] = 0.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, D, S, 1.0f, p.data(), S, v, D, 0.0f, x.o.data() + h * S * D, D);
+    }
+    benchmark::DoNotOptimize(x.o.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, flops<BH, S, D>(Causal));
+}
+
+// Naive loops: one row of scores at a time, single-threaded.
+template <index_t BH, index_t S, index_t D, bool Causal>
+void bm_naive(benchmark::State& st) {
+  auto& x = operands<BH, S, D>::get();
+  std::vector<float> p(S), acc(D);
+  const float scale = 1.0f / std::sqrt(float(D));
+  for (auto _ : st) {
+    for (index_t h = 0; h < BH; ++h)
+      for (index_t i = 0; i < S; ++i) {
+        const float* q = x.q.data() + (h * S + i) * D;
+        const index_t n = Causal ? i + 1 : S;
+        float m = -std::numeric_limits<float>::infinity();
+        for (index_t j = 0; j < n; ++j) {
+          const float* k = x.k.data() + (h * S + j) * D;
+          float s = 0;
+          for (index_t d = 0; d < D; ++d) s += q[d] * k[d];
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        float z = 0;
+        for (index_t j = 0; j < n; ++j) z += p[j] = std::exp(p[j] - m);
+        for (index_t d = 0; d < D; ++d) acc[d] = 0;
+        for (index_t j = 0; j < n; ++j) {
+          const float* v = x.v.data() + (h * S + j) * D;
+          for (index_t d = 0; d < D; ++d) acc[d] += p[j] * v[d];
+        }
+        float* o = x.o.data() + (h * S + i) * D;
+        for (index_t d = 0; d < D; ++d) o[d] = acc[d] / z;
+      }
+    benchmark::DoNotOptimize(x.o.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, flops<BH, S, D>(Causal));
+}
+
+// Peak: independent FMA chains (enough to cover latency x ports), one loop per pool thread (the loop of
+// bench/bench_gemm.cpp).
+constexpr int fma_chains = 16;
+constexpr index_t fma_steps = 1 << 20;
+void fma_loop(float seed) {
+  using B = tf::cpu::batch<float>;
+  B acc[fma_chains];
+  for (int c = 0; c < fma_chains; ++c) acc[c] = B(seed + float(c));
+  const B x(0.999999f), y(1e-6f);
+  for (index_t s = 0; s < fma_steps; ++s)
+    for (int c = 0; c < fma_chains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+  B sum = acc[0];
+  for (int c = 1; c < fma_chains; ++c) sum += acc[c];
+  benchmark::DoNotOptimize(sum);
+}
+void bm_peak(benchmark::State& st) {
+  auto& pool = tf::cpu::thread_pool::instance();
+  auto task = [](int t) { fma_loop(float(t)); };
+  let_openblas_workers_sleep();
+  for (auto _ : st) pool.run(pool.size(), task);
+  set_rate(st, 2.0 * double(tf::cpu::batch<float>::size) * fma_chains * fma_steps * pool.size());
+}
+
+template <index_t BH, index_t S, index_t D, bool Causal>
+void add_case(bool single) {
+  const std::string label = "bh" + std::to_string(BH) + "_s" + std::to_string(S) + "_d" + std::to_string(D) + (Causal ? "_causal" : "");
+  auto reg = [&](const char* impl, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark(("attention/" + std::string(impl) + "/" + label).c_str(), fn);
+    if (!single) b->UseRealTime();
+  };
+  reg("tiled", bm_tiled<BH, S, D, Causal>);
+  reg("formula", bm_formula<BH, S, D, Causal>);
+  reg("openblas", bm_openblas<BH, S, D, Causal>);
+  if (single) reg("naive", bm_naive<BH, S, D, Causal>);
+}
+template <index_t BH, index_t S, index_t D>
+void add_shape(bool single) {
+  add_case<BH, S, D, false>(single);
+  add_case<BH, S, D, true>(single);
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  const int threads = bench_threads();
+  openblas_set_num_threads(threads);
+  const bool single = threads == 1;
+  std::printf("threads: tenfold %d, openblas %d\n", int(tf::cpu::thread_pool::instance().size()), openblas_get_num_threads());
+  auto* peak = benchmark::RegisterBenchmark("attention/peak/fma", bm_peak);
+  if (!single) peak->UseRealTime();
+  add_shape<8, 128, 64>(single);
+  add_shape<8, 512, 64>(single);
+  add_shape<4, 1024, 64>(single);
+  add_shape<2, 2048, 128>(single);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

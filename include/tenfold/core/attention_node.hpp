@@ -1,0 +1,122 @@
+#pragma once
+// attention(q, k, v) = softmax(q kᵀ · scale) v over the last two axes: q [..., Sq, D], k [..., Sk, D],
+// v [..., Sk, Dv] -> [..., Sq, Dv], batch axes broadcast as in NumPy (as matmul's). A node like the
+// others: it holds its operands, and `at` computes one element directly (the device and fallback path,
+// one online-softmax pass over the keys); the CPU evaluator (cpu/attention.hpp) runs a tiled kernel that
+// never holds more than a block of scores.
+//
+// Causal masking is bottom-right aligned (FlashAttention >= 2.1, PyTorch's `causal_lower_right`): query i
+// sees keys j <= i + (Sk - Sq), so with Sq == Sk it is the usual lower triangle, and the last query
+// always sees every key (the KV-cache case, Sq < Sk). With Sq > Sk the first Sq - Sk queries see no key:
+// their output is defined as 0 (no NaN), as in FlashAttention.
+#include <cmath>
+#include <limits>
+
+#include "tenfold/core/expr.hpp"
+#include "tenfold/core/leaf_operand_node.hpp"
+#include "tenfold/core/matmul_node.hpp"
+
+namespace tenfold {
+// The compile-time flag of attention(q, k, v, causal).
+struct causal_t {};
+inline constexpr causal_t causal{};
+} // namespace tenfold
+
+namespace tenfold::detail {
+
+// The shapes appear in the compiler's note as this template's arguments.
+template <class Q, class K, class V>
+struct check_attention {
+  static constexpr bool ranks_ok = Q::rank >= 2 && K::rank >= 2 && V::rank >= 2;
+  static_assert(ranks_ok, "tenfold::attention: q, k and v need rank >= 2 ([..., tokens, features])");
+  static constexpr bool head_ok = !ranks_ok || Q::dims[Q::rank - 1] == K::dims[ranks_ok ? K::rank - 1 : 0];
+  static_assert(head_ok, "tenfold::attention: q and k must have the same last extent (the head dimension D)");
+  static constexpr bool keys_ok = !ranks_ok || K::dims[ranks_ok ? K::rank - 2 : 0] == V::dims[ranks_ok ? V::rank - 2 : 0];
+  static_assert(keys_ok, "tenfold::attention: k and v must have the same number of keys (second-to-last extent)");
+  static constexpr bool valid = ranks_ok && head_ok && keys_ok;
+};
+
+template <class Q, class K, class V>
+constexpr auto attention_dims() {
+  using BS = broadcast_shape_t<shape_from<batch_dims<Q>()>, shape_from<batch_dims<K>()>, shape_from<batch_dims<V>()>>;
+  dims_t<BS::rank + 2> d{};
+  for (int i = 0; i < BS::rank; ++i) d[i] = BS::dims[i];
+  d[BS::rank] = Q::dims[Q::rank - 2];
+  d[BS::rank + 1] = V::dims[V::rank - 1];
+  return d;
+}
+
+template <class CQ, class CK, class CV, bool Causal>
+struct attention_node : node_tag {
+  using q_type = CQ;
+  using k_type = CK;
+  using v_type = CV;
+  using value_type = promote_t<promote_t<typename CQ::value_type, typename CK::value_type>, typename CV::value_type>;
+  using shape_type = shape_from<attention_dims<typename CQ::shape_type, typename CK::shape_type, typename CV::shape_type>()>;
+  static constexpr int rank = shape_type::rank;
+  static constexpr bool causal = Causal;
+  static constexpr bool leaf_operands = true; // core/leaf_operand_node.hpp
+  static constexpr index_t Sq = CQ::shape_type::dims[CQ::rank - 2], D = CQ::shape_type::dims[CQ::rank - 1],
+                           Sk = CK::shape_type::dims[CK::rank - 2], Dv = CV::shape_type::dims[CV::rank - 1];
+  // Keys a query sees: j < visible(i). 0 for the rows a causal mask hides entirely.
+  TENFOLD_HD static constexpr index_t visible(index_t i) {
+    if constexpr (!Causal) return Sk;
+    else {
+      const index_t n = i + 1 + (Sk - Sq);
+      return n < 0 ? 0 : n > Sk ? Sk : n;
+    }
+  }
+  std::tuple<CQ, CK, CV> args;
+  double scale;
+
+  // Operand multi-index for output index `out` (batch axes broadcast from the right).
+  template <class S>
+  TENFOLD_HD static void operand_index(const index_t* out, index_t row, index_t col, index_t* in) {
+    for (int i = 0; i + 2 < S::rank; ++i) in[i] = extent<S>(i) == 1 ? 0 : out[rank - S::rank + i];
+    in[S::rank - 2] = row;
+    in[S::rank - 1] = col;
+  }
+
+  template <class... C>
+  auto with_operands(std::tuple<C...>&& ops) const {
+    return attention_node<C..., Causal>{{}, std::move(ops), scale};
+  }
+
+  TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
+    using A = compute_t<value_type>;
+    index_t iq[CQ::rank], ik[CK::rank], iv[CV::rank];
+    const index_t i = out[rank - 2], e = out[rank - 1], n = visible(i);
+    // One pass with a running maximum m, normaliser l and weighted sum o (online softmax). A key
+    // scored -inf has weight 0; a query with no key of finite score gives 0, as a fully masked one.
+    A m = A(0), l = A(0), o = A(0);
+    for (index_t j = 0; j < n; ++j) {
+      A s = A(0);
+      for (index_t d = 0; d < D; ++d) {
+        operand_index<typename CQ::shape_type>(out, i, d, iq);
+        operand_index<typename CK::shape_type>(out, j, d, ik);
+        s += static_cast<A>(std::get<0>(args).at(iq)) * static_cast<A>(std::get<1>(args).at(ik));
+      }
+      s *= static_cast<A>(scale);
+      if (s == -std::numeric_limits<A>::infinity()) continue;
+      operand_index<typename CV::shape_type>(out, j, e, iv);
+      const A x = static_cast<A>(std::get<2>(args).at(iv));
+      if (l == A(0) || s > m) {
+        const A r = l == A(0) ? A(0) : A(std::exp(m - s));
+        l = l * r + A(1), o = o * r + x, m = s;
+      } else {
+        const A p = A(std::exp(s - m));
+        l += p, o += p * x;
+      }
+    }
+    return l == A(0) ? A(0) : o / l;
+  }
+  static std::string str() {
+    return std::string(Causal ? "attention_causal(" : "attention(") + CQ::str() + ", " + CK::str() + ", " + CV::str() + ")";
+  }
+};
+
+template <class E>
+inline constexpr bool is_attention_node_v = false;
+template <class Q, class K, class V, bool C>
+inline constexpr bool is_attention_node_v<attention_node<Q, K, V, C>> = true;
+} // namespace tenfold::detail

@@ -1,0 +1,249 @@
+#pragma once
+// attention(q, k, v) on the CPU without the Sq x Sk score matrix: flash-style tiling with an online
+// softmax (Dao et al., FlashAttention; Milakov & Gimelshein, online normaliser). Per batch element and
+// block of Br query rows, the keys are visited in blocks of Bc:
+//   S = Q_blk K_blkᵀ (Q pre-scaled), m' = max(m, rowmax S), P = exp(S - m'),
+//   l = l·exp(m - m') + rowsum P,  O = O·exp(m - m') + P V_blk,  and at the end O / l.
+// Only a Br x Bc block of scores lives at a time (in L1); Kᵀ and V of the current batch element are
+// packed once per thread (padded to whole register panels, cast to the compute type), and all scratch
+// is per thread, grown to the largest size asked for and then kept: nothing is allocated after warm-up.
+// Both products run on one register-tiled micro-kernel (rows of A broadcast, panels of B in vectors).
+// Every output element is computed by the same sequence of operations whatever the thread count or the
+// task a row falls in, so results are bitwise independent of threading.
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "tenfold/core/attention_node.hpp"
+#include "tenfold/cpu/gemm_eval.hpp"
+#include "tenfold/cpu/gemm_kernels.hpp"
+#include "tenfold/cpu/thread_pool.hpp"
+
+namespace tenfold::cpu {
+
+template <class T>
+struct attention_blocking {
+  using G = gemm_tile<T>;
+  static constexpr index_t MR = G::MR, NR = G::NR, W = G::W;
+  static constexpr index_t Br = 2 * MR; // query rows per task: two row panels share each Kᵀ panel in L1
+  static constexpr index_t Bc = 4 * NR; // keys per block: the O rescale (Br x Dv) is amortised over Bc
+};
+
+// Per-thread scratch: packed Kᵀ and V of one batch element, the query block, its scores and output.
+template <class T>
+class attention_workspace {
+  struct aligned_delete {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(default_alignment)); }
+  };
+  struct buffer {
+    std::unique_ptr<T[], aligned_delete> p;
+    index_t size = 0;
+    T* get(index_t n) {
+      if (n > size) {
+        p.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
+        size = n;
+      }
+      return p.get();
+    }
+  };
+
+ public:
+  buffer kt, v, q, s, o, stats;
+  // Which K and V the packed buffers hold: the evaluation they were packed for and their addresses.
+  std::uint64_t call = 0;
+  const void *k_at = nullptr, *v_at = nullptr;
+  static attention_workspace& local() {
+    static thread_local attention_workspace w;
+    return w;
+  }
+};
+
+// C[Rows x NR] (+)= A[Rows x kd] · B[kd x NR]: A row-major with row stride lda (each value broadcast),
+// B's k-th row of NR values at b + k * ldb. Each element sums its kd products in k order.
+template <class T, int Rows>
+void attention_tile(const T* a, index_t lda, const T* b, index_t ldb, index_t kd, T* c, index_t ldc, bool accumulate) {
+  using B = batch<T>;
+  constexpr index_t W = gemm_tile<T>::W, NV = gemm_tile<T>::NV;
+  B acc[Rows][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v) acc[r][v] = B(T(0));
+  for (index_t k = 0; k < kd; ++k) {
+    B bv[NV];
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + k * ldb + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r) {
+      const B av(a[r * lda + k]);
+#pragma GCC unroll 4
+      for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < NV; ++v) {
+      if (accumulate) acc[r][v] += B::load_unaligned(c + r * ldc + v * W);
+      acc[r][v].store_unaligned(c + r * ldc + v * W);
+    }
+}
+template <class T>
+using attention_tile_fn = void (*)(const T*, index_t, const T*, index_t, index_t, T*, index_t, bool);
+template <class T>
+inline constexpr auto attention_tiles = []<std::size_t... R>(std::index_sequence<R...>) {
+  return std::array<attention_tile_fn<T>, sizeof...(R)>{&attention_tile<T, int(R) + 1>...};
+}(std::make_index_sequence<gemm_tile<T>::MR>{});
+
+// Counts evaluations, so that a thread's packed K and V are never mistaken for a later call's.
+inline std::atomic<std::uint64_t> attention_calls{0};
+
+constexpr index_t round_up(index_t n, index_t m) {
+  return (n + m - 1) / m * m;
+}
+
+// One row of the score block: mask the keys this query does not see, shift by the new running maximum
+// and exponentiate in place; returns the row's factor exp(m_old - m_new) and updates m and l.
+// `n`: keys of the block this row sees (may be <= 0), `kc`: keys the P·V product reads.
+template <class T>
+T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
+  using B = batch<T>;
+  constexpr index_t W = lanes<T>;
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  if (n <= 0) {
+    for (index_t j = 0; j < kc; ++j) s[j] = T(0);
+    return T(1);
+  }
+  const index_t nv = round_up(n, W);
+  for (index_t j = n; j < nv; ++j) s[j] = neg_inf; // the padded lanes of the last vector
+  B mx(neg_inf);
+  for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
+  alignas(default_alignment) T lane[W];
+  mx.store_aligned(lane);
+  T row_max = lane[0];
+  for (index_t q = 1; q < W; ++q) row_max = lane[q] > row_max ? lane[q] : row_max;
+  const T m_new = row_max > m ? row_max : m;
+  // While every score seen is -inf, shift by 0: exp(-inf - 0) = 0, not exp(-inf + inf) = NaN.
+  const T shift = m_new == neg_inf ? T(0) : m_new;
+  const T alpha = m == neg_inf ? T(0) : T(std::exp(m - shift));
+  B sum(T(0));
+  const B sh(shift);
+  for (index_t j = 0; j < nv; j += W) {
+    const B p = xsimd::exp(B::load_unaligned(s + j) - sh);
+    sum += p;
+    p.store_unaligned(s + j);
+  }
+  for (index_t j = nv; j < kc; ++j) s[j] = T(0); // keys past this row's last in the block
+  l = l * alpha + xsimd::hadd(sum);
+  m = m_new;
+  return alpha;
+}
+
+// dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
+template <class Dst, class N>
+void run_attention(const Dst& dst, const N& n) {
+  using S = typename N::shape_type;
+  using T = compute_t<typename N::value_type>;
+  constexpr int R = S::rank;
+  using index_array = std::array<index_t, R + 1>;
+  if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    // Integer attention: each element through `at`.
+    index_array idx{};
+    for (index_t t = 0; t < S::size; ++t) {
+      detail::unravel<S>(t, idx.data());
+      dst.data()[Dst::offset_of(idx.data())] = static_cast<typename Dst::value_type>(n.at(idx.data()));
+    }
+  } else {
+    using Bk = attention_blocking<T>;
+    constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
+    constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv;
+    constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
+    constexpr index_t q_blocks = (Sq + Br - 1) / Br, batches = detail::product(S::dims, 0, R - 2);
+    using LQ = typename N::q_type;
+    using LK = typename N::k_type;
+    using LV = typename N::v_type;
+    constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
+    const LQ& ql = std::get<0>(n.args);
+    const LK& kl = std::get<1>(n.args);
+    const LV& vl = std::get<2>(n.args);
+    const T scale = static_cast<T>(n.scale);
+    const std::uint64_t call = ++attention_calls;
+    const auto& tiles = attention_tiles<T>;
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+
+    auto task = [&](index_t t) {
+      auto& ws = attention_workspace<T>::local();
+      index_array idx{};
+      detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t / q_blocks, idx.data());
+      const auto qm = batch_matrix<LQ, R>(ql, idx.data());
+      const auto km = batch_matrix<LK, R>(kl, idx.data());
+      const auto vm = batch_matrix<LV, R>(vl, idx.data());
+      T* kt = ws.kt.get(D * ldk);
+      T* vp = ws.v.get(Sk * ldv);
+      if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p) {
+        // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
+        // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
+        // columns [e, e + NR) at vp + e·Sk; padding is 0. Contiguous panels keep the micro-kernel's
+        // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
+        pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, Sk, kt);
+        pack_b<T>(vm, 0, Sk, 0, Dv, vp);
+        ws.call = call, ws.k_at = km.p, ws.v_at = vm.p;
+      }
+      const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
+      T* qs = ws.q.get(Br * D);
+      T* s = ws.s.get(Br * lds);
+      T* o = ws.o.get(Br * ldo);
+      T* m = ws.stats.get(2 * Br);
+      T* l = m + Br;
+      for (index_t r = 0; r < br; ++r) {
+        for (index_t d = 0; d < D; ++d)
+          qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
+        for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
+        m[r] = neg_inf, l[r] = T(0);
+      }
+      const index_t kend = N::visible(i0 + br - 1); // keys any row of the block sees
+      for (index_t c0 = 0; c0 < kend; c0 += Bc) {
+        // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
+        for (index_t r0 = 0; r0 < br; r0 += MR) {
+          const index_t rows = std::min(MR, br - r0);
+          const index_t kc = std::clamp<index_t>(N::visible(i0 + r0 + rows - 1) - c0, 0, Bc);
+          for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
+          for (index_t r = r0; r < r0 + rows; ++r) {
+            const bool first = l[r] == T(0); // O is still 0: no rescale needed
+            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, N::visible(i0 + r) - c0), kc, m[r], l[r]);
+            if (alpha != T(1) && !first)
+              for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
+          }
+          if (kc > 0)
+            for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * Sk + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
+        }
+      }
+      // O / l; a row that saw no key (l = 0) is 0.
+      index_t off = Dst::offset;
+      for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
+      using E = typename Dst::value_type;
+      for (index_t r = 0; r < br; ++r) {
+        E* out = dst.data() + off + (i0 + r) * Dst::strides[R - 2];
+        T* orow = o + r * ldo;
+        const batch<T> lr(l[r] > T(0) ? l[r] : T(1)); // l = 0: O is 0 as well
+        for (index_t e = 0; e < ldv; e += Bk::W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
+        for (index_t e = 0; e < Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
+      }
+    };
+
+    constexpr index_t tasks = batches * q_blocks;
+    constexpr double flops = 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches);
+    auto& pool = thread_pool::instance();
+    if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
+      for (index_t t = 0; t < tasks; ++t) task(t);
+    } else {
+      // One task at a time from the pool's counter: causal blocks differ in cost, and a thread slowed
+      // by other work on its core takes fewer. Task indices rise, so a thread repacks K and V only when
+      // it moves to the next batch element.
+      auto one = [&](int t) { task(t); };
+      pool.run(int(tasks), one);
+    }
+  }
+}
+} // namespace tenfold::cpu

@@ -1,0 +1,269 @@
+// attention(q, k, v): the tiled CPU kernel (cpu/attention.hpp) and the node's `at` fallback against a
+// naive long-double reference with a two-pass softmax, over shapes that cross the query and key block
+// sizes, broadcast batch and head axes, causal masks (bottom-right aligned) and not, f32 and f64; large
+// logits; rows a causal mask hides entirely; bitwise independence of the thread count; and the plan:
+// no Sq x Sk buffer anywhere.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+using ld = long double;
+
+namespace {
+template <class T, class S>
+void fill(Tensor<T, S>& t, std::uint64_t seed, double mag = 1) {
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (auto& x : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = T(mag * (-1.0 + 2.0 * double(s >> 11) * 0x1p-53));
+  }
+}
+
+// softmax(q kᵀ · scale) v for one batch/head pair, in long double, the softmax in two passes (max, then
+// exp and sum). Query i sees keys j <= i + (Sk - Sq) when causal; a query that sees none gives 0.
+template <class Q, class K, class V, class O>
+void reference(const Q& q, const K& k, const V& v, O& out, index_t Sq, index_t Sk, index_t D, index_t Dv, bool causal, ld scale) {
+  std::vector<ld> p(std::size_t(Sk > 0 ? Sk : 1));
+  for (index_t i = 0; i < Sq; ++i) {
+    const index_t n = causal ? std::clamp<index_t>(i + 1 + Sk - Sq, 0, Sk) : Sk;
+    ld mx = -std::numeric_limits<ld>::infinity(), z = 0;
+    for (index_t j = 0; j < n; ++j) {
+      ld s = 0;
+      for (index_t d = 0; d < D; ++d) s += ld(q(i, d)) * ld(k(j, d));
+      p[j] = s * scale;
+      mx = std::max(mx, p[j]);
+    }
+    for (index_t j = 0; j < n; ++j) z += p[j] = std::exp(p[j] - mx);
+    for (index_t e = 0; e < Dv; ++e) {
+      ld acc = 0;
+      for (index_t j = 0; j < n; ++j) acc += p[j] * ld(v(j, e));
+      out(i, e, n == 0 ? ld(0) : acc / z);
+    }
+  }
+}
+
+constexpr index_t max3(index_t a, index_t b, index_t c) { return std::max(a, std::max(b, c)); }
+
+// q [BQ, HQ, Sq, D], k [BK, HK, Sk, D], v [BV, HV, Sk, Dv]: batch and head axes broadcast.
+template <class T, bool Causal, index_t Sq, index_t Sk, index_t D, index_t Dv, index_t BQ, index_t HQ, index_t BK, index_t HK, index_t BV,
+          index_t HV>
+void check_case(std::uint64_t seed) {
+  constexpr index_t B = max3(BQ, BK, BV), H = max3(HQ, HK, HV);
+  Tensor<T, shape<BQ, HQ, Sq, D>> q;
+  Tensor<T, shape<BK, HK, Sk, D>> k;
+  Tensor<T, shape<BV, HV, Sk, Dv>> v;
+  fill(q, seed, 2), fill(k, seed + 1, 2), fill(v, seed + 2);
+  Tensor<T, shape<B, H, Sq, Dv>> y;
+  if constexpr (Causal) y = attention(q, k, v, causal);
+  else y = attention(q, k, v);
+  const ld scale = 1 / std::sqrt(ld(D));
+  double worst = 0, vmax = 0;
+  for (const T x : v) vmax = std::max(vmax, double(std::fabs(x)));
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h) {
+      auto qa = [&](index_t i, index_t d) { return q(BQ == 1 ? 0 : b, HQ == 1 ? 0 : h, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k(BK == 1 ? 0 : b, HK == 1 ? 0 : h, j, d); };
+      auto va = [&](index_t j, index_t e) { return v(BV == 1 ? 0 : b, HV == 1 ? 0 : h, j, e); };
+      auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
+      reference(qa, ka, va, cmp, Sq, Sk, D, Dv, Causal, scale);
+    }
+  // The output is a convex combination of rows of v: its error is measured against their magnitude.
+  const double tol = 16 * std::numeric_limits<T>::epsilon() * vmax;
+  INFO("T = " << (std::is_same_v<T, float> ? "f32" : "f64") << ", causal " << Causal << ", Sq " << Sq << ", Sk " << Sk << ", D " << D
+                << ", Dv " << Dv << ": worst error " << worst << ", tolerance " << tol);
+  CHECK(worst <= tol);
+}
+
+template <class T, index_t Sq, index_t Sk, index_t D, index_t Dv, index_t BQ, index_t HQ, index_t BK, index_t HK, index_t BV, index_t HV>
+void check_both(std::uint64_t seed) {
+  check_case<T, false, Sq, Sk, D, Dv, BQ, HQ, BK, HK, BV, HV>(seed);
+  check_case<T, true, Sq, Sk, D, Dv, BQ, HQ, BK, HK, BV, HV>(seed + 10);
+}
+} // namespace
+
+// Sq, Sk in {1, 3, 17, 64, 129, 300} and D, Dv in {1, 8, 33, 64, 128}, each value at least once, on both
+// sides of the block sizes (f32 AVX-512: 28 query rows, 128 keys per block; AVX2: 12 and 64).
+TEST_CASE("attention f32: random shapes, broadcast batch and head axes, causal and not", "[attention]") {
+  check_both<float, 1, 300, 64, 64, 2, 3, 2, 3, 2, 3>(1);    // one query (decoding) over many keys
+  check_both<float, 3, 17, 8, 33, 2, 1, 1, 3, 2, 3>(2);      // heads broadcast from k, batch from q
+  check_both<float, 17, 3, 33, 8, 1, 1, 2, 3, 1, 3>(3);      // causal: 14 rows see no key
+  check_both<float, 64, 64, 128, 1, 2, 3, 2, 1, 1, 1>(4);    // one v shared by every batch and head
+  check_both<float, 129, 129, 1, 128, 1, 3, 1, 3, 1, 3>(5);  // D = 1
+  check_both<float, 300, 129, 64, 33, 2, 1, 2, 1, 2, 1>(6);  // Sq > Sk, both past a block
+  check_both<float, 129, 300, 33, 64, 1, 2, 1, 2, 1, 2>(7);  // Sq < Sk: causal rows see Sk - Sq + i + 1 keys
+  check_both<float, 300, 1, 8, 8, 1, 1, 1, 1, 1, 1>(8);      // one key
+  check_both<float, 64, 300, 128, 128, 1, 2, 1, 1, 1, 2>(9); // the largest head dimension
+  check_both<float, 17, 64, 1, 1, 2, 1, 2, 1, 2, 1>(10);
+}
+
+TEST_CASE("attention f64: random shapes, broadcast batch and head axes, causal and not", "[attention]") {
+  check_both<double, 1, 129, 8, 128, 2, 1, 2, 1, 2, 1>(11);
+  check_both<double, 17, 300, 64, 33, 1, 3, 1, 3, 1, 1>(12);
+  check_both<double, 300, 64, 33, 64, 1, 1, 1, 1, 1, 1>(13);
+  check_both<double, 129, 3, 128, 8, 2, 1, 1, 1, 2, 1>(14);
+}
+
+TEST_CASE("attention: the node's `at` (the portable fallback) agrees with the reference", "[attention]") {
+  Tensor<float, shape<2, 40, 9>> q;
+  Tensor<float, shape<70, 9>> k; // broadcast over the batch
+  Tensor<float, shape<2, 70, 5>> v;
+  fill(q, 21, 2), fill(k, 22, 2), fill(v, 23);
+  const auto node = attention(q, k, v, causal, 0.5);
+  for (index_t b = 0; b < 2; ++b) {
+    auto qa = [&](index_t i, index_t d) { return q(b, i, d); };
+    auto ka = [&](index_t j, index_t d) { return k(j, d); };
+    auto va = [&](index_t j, index_t e) { return v(b, j, e); };
+    double worst = 0;
+    auto cmp = [&](index_t i, index_t e, ld r) {
+      const index_t idx[3] = {b, i, e};
+      worst = std::max(worst, double(std::fabs(ld(node.at(idx)) - r)));
+    };
+    reference(qa, ka, va, cmp, 40, 70, 9, 5, true, 0.5L);
+    CHECK(worst <= 1e-6);
+  }
+}
+
+TEST_CASE("attention: logits of magnitude 1e4 stay finite and accurate", "[attention]") {
+  // Integer q and k up to ±100 with scale 1: every score is an exact integer up to ±8e4 in f32, so the
+  // reference sees the same logits; a naive exp would overflow to inf (and give NaN).
+  Tensor<float, shape<3, 150, 8>> q;
+  Tensor<float, shape<3, 200, 8>> k;
+  Tensor<float, shape<3, 200, 16>> v;
+  fill(q, 31, 100), fill(k, 32, 100), fill(v, 33);
+  for (auto& x : q) x = std::round(x);
+  for (auto& x : k) x = std::round(x);
+  for (int c = 0; c < 2; ++c) {
+    Tensor<float, shape<3, 150, 16>> y;
+    if (c) y = attention(q, k, v, causal, 1.0);
+    else y = attention(q, k, v, 1.0);
+    double worst = 0, smax = 0;
+    bool finite = true;
+    for (index_t b = 0; b < 3; ++b) {
+      auto qa = [&](index_t i, index_t d) { return q(b, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k(b, j, d); };
+      auto va = [&](index_t j, index_t e) { return v(b, j, e); };
+      auto cmp = [&](index_t i, index_t e, ld r) {
+        finite = finite && std::isfinite(y(b, i, e));
+        worst = std::max(worst, double(std::fabs(ld(y(b, i, e)) - r)));
+      };
+      reference(qa, ka, va, cmp, 150, 200, 8, 16, c == 1, 1.0L);
+      for (index_t i = 0; i < 150; ++i)
+        for (index_t j = 0; j < 200; ++j) {
+          ld s = 0;
+          for (index_t d = 0; d < 8; ++d) s += ld(q(b, i, d)) * k(b, j, d);
+          smax = std::max(smax, double(std::fabs(s)));
+        }
+    }
+    CHECK(smax > 1e4); // the logits are as large as claimed
+    CHECK(finite);
+    CHECK(worst <= 1e-6);
+  }
+}
+
+TEST_CASE("attention: rows a causal mask hides entirely are 0; keys scored -inf weigh 0", "[attention]") {
+  // Sq > Sk, bottom-right aligned: query i sees keys j <= i - 5, so rows 0..4 see none.
+  Tensor<double, shape<2, 9, 4>> q;
+  Tensor<double, shape<2, 4, 4>> k;
+  Tensor<double, shape<2, 4, 3>> v;
+  fill(q, 41), fill(k, 42), fill(v, 43);
+  Tensor<double, shape<2, 9, 3>> y = attention(q, k, v, causal);
+  const auto node = attention(q, k, v, causal);
+  for (index_t b = 0; b < 2; ++b)
+    for (index_t i = 0; i < 9; ++i)
+      for (index_t e = 0; e < 3; ++e) {
+        const index_t idx[3] = {b, i, e};
+        CHECK(std::isfinite(y(b, i, e)));
+        if (i < 5) CHECK(y(b, i, e) == 0.0);
+        if (i < 5) CHECK(node.at(idx) == 0.0);
+      }
+  CHECK(y(0, 5, 0) == v(0, 0, 0)); // the first visible row sees key 0 alone
+  // A key whose score is -inf (k = -inf against q > 0) gets weight 0; a query whose every score is
+  // -inf gives 0, like a fully masked one.
+  Tensor<float, shape<2, 3>> qp = full<float, shape<2, 3>>(1.0f);
+  qp(1, 0) = 1, qp(1, 1) = 1, qp(1, 2) = 1;
+  Tensor<float, shape<4, 3>> kp = full<float, shape<4, 3>>(0.5f);
+  Tensor<float, shape<4, 2>> vp;
+  fill(vp, 44);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (index_t d = 0; d < 3; ++d) kp(2, d) = -inf;
+  Tensor<float, shape<2, 2>> yp = attention(qp, kp, vp);
+  for (index_t e = 0; e < 2; ++e) CHECK(yp(0, e) == Approx((vp(0, e) + vp(1, e) + vp(3, e)) / 3).epsilon(1e-6));
+  for (index_t j = 0; j < 4; ++j)
+    for (index_t d = 0; d < 3; ++d) kp(j, d) = -inf;
+  yp = attention(qp, kp, vp);
+  for (index_t e = 0; e < 2; ++e) CHECK(yp(1, e) == 0.0f);
+}
+
+TEST_CASE("attention: operands that are expressions or views; elementwise consumers; the plan", "[attention][plan]") {
+  Tensor<float, shape<4, 100, 16>> q;
+  Tensor<float, shape<4, 16, 130>> kt; // k stored transposed: read through a view
+  Tensor<float, shape<4, 130, 24>> v;
+  Tensor<float, shape<4, 100, 24>> x;
+  fill(q, 51), fill(kt, 52), fill(v, 53), fill(x, 54);
+  Tensor<float, shape<4, 100, 24>> y = x + attention(q * 2.0f, swapaxes<1, 2>(kt), v, 0.25);
+  double worst = 0;
+  for (index_t b = 0; b < 4; ++b) {
+    auto qa = [&](index_t i, index_t d) { return 2.0f * q(b, i, d); };
+    auto ka = [&](index_t j, index_t d) { return kt(b, d, j); };
+    auto va = [&](index_t j, index_t e) { return v(b, j, e); };
+    auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, i, e)) - (r + x(b, i, e))))); };
+    reference(qa, ka, va, cmp, 100, 130, 16, 24, false, 0.25L);
+  }
+  CHECK(worst <= 1e-6);
+
+  // The plan: attention at the root takes one nest and no buffer; the elementwise consumer above reads
+  // one buffer of the output's size; an operand that is an expression gets a buffer of its own size.
+  // Nothing of size Sq x Sk (100 x 130 per batch) is ever planned, unlike the materialised formula.
+  using Root = decltype(attention(q, swapaxes<1, 2>(kt), v));
+  STATIC_REQUIRE(plan_of<Root>::nests == 1);
+  STATIC_REQUIRE(plan_of<Root>::buffers == 0);
+  using Consumer = decltype(x + attention(q * 2.0f, swapaxes<1, 2>(kt), v, 0.25));
+  STATIC_REQUIRE(plan_of<Consumer>::buffers == 2);
+  STATIC_REQUIRE(arena_plan<Consumer>::total == 4 * 100 * 24 * 4 + 4 * 100 * 16 * 4);
+  using Formula = decltype(softmax(matmul(q, kt) * 0.25f));
+  STATIC_REQUIRE(arena_plan<Formula>::total >= 4 * 100 * 130 * 4); // the scores the formula materialises
+  // In a let: the value is evaluated once, read by two consumers.
+  // (a + a is exact, so the comparison does not depend on how the compiler contracts floating point.)
+  Tensor<float, shape<4, 100, 24>> z = let(attention(q, swapaxes<1, 2>(kt), v), [](const auto& a) { return a + a; });
+  Tensor<float, shape<4, 100, 24>> a = attention(q, swapaxes<1, 2>(kt), v);
+  bool same = true;
+  for (index_t i = 0; i < z.size(); ++i) same = same && z.data()[i] == 2 * a.data()[i];
+  CHECK(same);
+  // The destination is also every operand: evaluated aside, never overwritten while it is read.
+  Tensor<float, shape<4, 100, 16>> self = q, expected = attention(q, q, q);
+  self = attention(self, self, self);
+  CHECK(std::memcmp(self.data(), expected.data(), sizeof(float) * self.size()) == 0);
+}
+
+TEST_CASE("attention: a threaded evaluation gives the bits of one row at a time", "[attention][determinism]") {
+  // Large enough to be split over the pool (ctest runs this with TENFOLD_NUM_THREADS 1 and 2). A single
+  // query row is too small to thread, and every element is computed by the same operations whatever
+  // the block it falls in: the bits must agree.
+  Tensor<float, shape<4, 256, 64>> q, k, v;
+  fill(q, 61, 2), fill(k, 62, 2), fill(v, 63);
+  Tensor<float, shape<4, 256, 64>> y = attention(q, k, v), yc = attention(q, k, v, causal);
+  bool same = true;
+  for (index_t b = 0; b < 4; ++b)
+    for (index_t i = 0; i < 256; i += 5) {
+      Tensor<float, shape<1, 64>> qi, row;
+      Tensor<float, shape<256, 64>> kb, vb;
+      std::memcpy(qi.data(), &q(b, i, 0), sizeof(float) * 64);
+      std::memcpy(kb.data(), &k(b, 0, 0), sizeof(float) * 256 * 64);
+      std::memcpy(vb.data(), &v(b, 0, 0), sizeof(float) * 256 * 64);
+      row = attention(qi, kb, vb);
+      for (index_t e = 0; e < 64; ++e) same = same && row(0, e) == y(b, i, e);
+    }
+  CHECK(same);
+  // Causal: a suffix of the queries keeps each row's visible keys (bottom-right alignment), and the
+  // last 8 rows are too few to thread.
+  Tensor<float, shape<4, 8, 64>> tail = attention(slice<whole, range<248, 256>, whole>(q), k, v, causal);
+  CHECK(std::memcmp(tail.data(), &yc(0, 248, 0), sizeof(float) * 8 * 64) == 0);
+  CHECK(std::memcmp(&tail(3, 0, 0), &yc(3, 248, 0), sizeof(float) * 8 * 64) == 0);
+}
