@@ -8,5 +8,6 @@
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
+#include "tenfold/ops/pooling.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
