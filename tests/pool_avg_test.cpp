@@ -53,3 +53,12 @@ void avg_case() {
 TEST_CASE("avg_pool2d over the parameter grid equals the long-double loops", "[pool]") {
   []<int... I>(std::integer_sequence<int, I...>) { (avg_case<I>(), ...); }(std::make_integer_sequence<int, 96>{});
 }
+
+// Rows at least one SIMD vector long take the vectorised window rows (cpu/window_rows.hpp).
+TEST_CASE("avg_pool2d on wide rows (the vectorised path) equals the long-double loops", "[pool]") {
+  check_avg_case<float, nchw_t, 2, 3, 9, 41, hw{3}, hw{2}, hw{1}, false, false>(1001);   // divisor per window
+  check_avg_case<float, nchw_t, 1, 2, 6, 45, hw{2}, hw{1}, hw{0}, false, true>(1002);    // uniform: a mean
+  check_avg_case<double, nchw_t, 1, 3, 8, 37, hw{3}, hw{2}, hw{1}, true, true>(1003);
+  check_avg_case<float, nhwc_t, 2, 35, 9, 11, hw{3}, hw{2}, hw{1}, true, false>(1004);
+  check_avg_case<double, nhwc_t, 1, 17, 7, 9, hw{2}, hw{2}, hw{1}, false, true>(1005);
+}

@@ -54,3 +54,14 @@ void max_case() {
 TEST_CASE("max_pool2d over the parameter grid equals the long-double loops", "[pool]") {
   []<int... I>(std::integer_sequence<int, I...>) { (max_case<I>(), ...); }(std::make_integer_sequence<int, 96>{});
 }
+
+// Rows at least one SIMD vector long take the vectorised window rows (cpu/window_rows.hpp): outputs along
+// OW (NCHW) or C (NHWC) as lanes, padded rows, a last vector overlapping the one before.
+TEST_CASE("max_pool2d on wide rows (the vectorised path) equals the long-double loops", "[pool]") {
+  check_max_case<float, nchw_t, 2, 3, 9, 41, hw{3}, hw{2}, hw{1}, hw{1}, false>(1001);     // OW 21, padded
+  check_max_case<float, nchw_t, 1, 2, 6, 45, hw{2}, hw{1}, hw{1}, hw{2}, true>(1002);      // OW 44, dilated
+  check_max_case<float, nchw_t, 1, 2, 7, 50, hw{3, 2}, hw{3}, hw{0}, hw{1}, true>(1003);   // stride 3, ceil
+  check_max_case<double, nchw_t, 1, 3, 8, 37, hw{3}, hw{2}, hw{1}, hw{1}, true>(1004);     // f64: 8 lanes
+  check_max_case<float, nhwc_t, 2, 35, 9, 11, hw{3}, hw{2}, hw{1}, hw{1}, false>(1005);    // C = 35 lanes
+  check_max_case<double, nhwc_t, 1, 17, 7, 9, hw{2}, hw{1}, hw{1}, hw{2}, true>(1006);
+}

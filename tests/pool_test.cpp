@@ -144,6 +144,16 @@ static_assert(one_nest_no_buffer<decltype(max_pool2d<2>(relu(img)))>);
 static_assert(one_nest_no_buffer<decltype(max_pool2d<3, 2, 1>(relu(img * 2.0f + 1.0f)) + 1.0f)>);
 static_assert(one_nest_no_buffer<decltype(relu(avg_pool2d<3, 2, 1, false, false>(img)))>);
 static_assert(one_nest_no_buffer<decltype(adaptive_avg_pool2d<3>(img) * 2.0f)>);
+// Rows of at least one vector run on the vectorised window rows (cpu/window_rows.hpp), fused consumers too.
+namespace {
+Tensor<float, shape<2, 4, 9, 40>> wide;
+Tensor<double, shape<2, 9, 11, 12>> wide_nhwc;
+} // namespace
+static_assert(cpu::window_rooted<decltype(max_pool2d<3, 2, 1>(wide))>());
+static_assert(cpu::window_rooted<decltype(relu(max_pool2d<2>(wide)) * 2.0f)>());
+static_assert(cpu::window_rooted<decltype(max_pool2d<3, 2, 1>(relu(wide)))>());
+static_assert(cpu::window_rooted<decltype(avg_pool2d<3, 2, 1, false, false>(wide_nhwc, nhwc))>());
+static_assert(!cpu::window_rooted<decltype(max_pool2d<3>(img))>()); // OW = 2: fewer outputs than lanes
 // The unpadded pool reads the tensor through window strides: its operand is a leaf, no pad, no view node.
 static_assert(detail::is_leaf_v<decltype(max_pool2d<2>(img).arg)>);
 
@@ -163,6 +173,34 @@ TEST_CASE("pools fused with elementwise neighbours give the pooled values", "[po
           bad += b(n, c, i, j) != want;
         }
   CHECK(bad == 0);
+}
+
+TEST_CASE("wide rows: pools with elementwise neighbours on the vectorised path", "[pool][plan]") {
+  image<float, nchw_t, 2, 3, 7, 45> x{6};
+  Tensor<float, shape<2, 3, 4, 23>> a = relu(max_pool2d<3, 2, 1>(x.t) - 0.5f);
+  Tensor<float, shape<2, 3, 4, 23>> b = max_pool2d<3, 2, 1>(relu(x.t - 0.5f)); // windows of a pad of relu
+  Tensor<float, shape<2, 3, 4, 23>> c = avg_pool2d<3, 2, 1, false, false>(x.t) * 2.0f;
+  const geom g{3, 3, 2, 2, 1, 1, 1, 1, false};
+  int bad = 0;
+  for (index_t n = 0; n < 2; ++n)
+    for (index_t ch = 0; ch < 3; ++ch)
+      for (index_t i = 0; i < 4; ++i)
+        for (index_t j = 0; j < 23; ++j) {
+          const float want = float(std::max<long double>(ref_max(x, n, ch, i, j, g, 7, 45) - 0.5L, 0));
+          bad += a(n, ch, i, j) != want;
+          bad += b(n, ch, i, j) != want;
+          bad += !close(c(n, ch, i, j), 2 * ref_avg(x, n, ch, i, j, g, 7, 45, false), tolerance<float>);
+        }
+  CHECK(bad == 0);
+  // NaN on the vectorised path: lane 17 of a 23-wide row, and a padded edge lane.
+  x.set(1, 2, 3, 34, std::numeric_limits<double>::quiet_NaN());
+  x.set(0, 0, 0, 0, std::numeric_limits<double>::quiet_NaN());
+  Tensor<float, shape<2, 3, 4, 23>> m = max_pool2d<3, 2, 1>(x.t);
+  CHECK(std::isnan(m(1, 2, 1, 17)));
+  CHECK(std::isnan(m(1, 2, 2, 17)));
+  CHECK(std::isnan(m(0, 0, 0, 0)));
+  CHECK(!std::isnan(m(1, 2, 1, 16)));
+  CHECK(!std::isnan(m(0, 0, 0, 1)));
 }
 
 TEST_CASE("max_pool2d propagates NaN and keeps -inf, as PyTorch", "[pool]") {

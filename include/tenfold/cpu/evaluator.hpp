@@ -13,6 +13,7 @@
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/row_tee.hpp"
+#include "tenfold/cpu/window_reduce.hpp"
 
 namespace tenfold {
 namespace cpu {
@@ -208,6 +209,7 @@ void run(const Dst& dst, const N& n) {
   }());
 #endif
   if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n);
+  else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else run_elementwise(dst, n);
