@@ -37,6 +37,27 @@ struct offset_leaf_row {
     return static_cast<compute_t<std::remove_const_t<T>>>(p[off + j * Stride]);
   }
   TENFOLD_INLINE batch<L> load(index_t j) const { return leaf_row<T, L, Stride>{p + (off + j * Stride)}.load(0); }
+
+  // Positions j .. j + lanes where only [lo, hi) is inside the operand (lo < hi): one hardware gather
+  // with the outside lanes pointed at position lo, then the fill value blended in.
+  using gather_row = leaf_row<T, L, Stride>;
+  static constexpr bool gathers = std::is_same_v<std::remove_const_t<T>, L> && std::is_floating_point_v<L> && gather_row::has_gather_kernel;
+  TENFOLD_INLINE batch<L> load_partial(index_t j, index_t lo, index_t hi, L fill) const
+    requires gathers
+  {
+    using G = typename gather_row::gather_index;
+    alignas(default_alignment) static constexpr auto iota = [] {
+      std::array<G, lanes<L>> a{};
+      for (index_t k = 0; k < lanes<L>; ++k) a[k] = G(k);
+      return a;
+    }();
+    const auto pos = xsimd::batch<G>::load_aligned(iota.data()) + xsimd::batch<G>(G(j));
+    const auto inside = xsimd::min(xsimd::max(pos, xsimd::batch<G>(G(lo))), xsimd::batch<G>(G(hi - 1)));
+    const auto g = xsimd::kernel::gather(static_cast<const L*>(p + (off + lo * Stride)), (inside - xsimd::batch<G>(G(lo))) * xsimd::batch<G>(G(Stride)),
+                                         typename gather_row::arch{});
+    const auto posf = xsimd::batch_cast<L>(pos);
+    return xsimd::select(posf >= batch<L>(L(lo)) && posf < batch<L>(L(hi)), g, batch<L>(fill));
+  }
 };
 
 // make_row for the operand of a pad: the same rows, with leaves as offset_leaf_rows.
@@ -68,6 +89,8 @@ struct padded_row {
   TENFOLD_INLINE batch<L> load(index_t j) const {
     if (j >= lo && j + lanes<L> <= hi) return inner.load(j);
     if (j + lanes<L> <= lo || j >= hi) return batch<L>(static_cast<L>(fill));
+    if constexpr (requires { inner.load_partial(j, lo, hi, static_cast<L>(fill)); })
+      return inner.load_partial(j, lo, hi, static_cast<L>(fill));
     alignas(default_alignment) L tmp[lanes<L>];
     for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(fill);
     for (index_t k = std::max(j, lo); k < std::min(j + lanes<L>, hi); ++k) tmp[k - j] = static_cast<L>(inner.scalar(k));
