@@ -22,6 +22,7 @@
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/linear.hpp"
+#include "tenfold/ops/pooling.hpp"
 
 #include "tenfold/cuda/error.hpp"
 #include "tenfold/cuda/evaluator.hpp"

@@ -10,5 +10,6 @@
 #include "tenfold/ops/linear.hpp"
 #include "tenfold/ops/conv.hpp"
 #include "tenfold/ops/attention.hpp"
+#include "tenfold/ops/pooling.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"

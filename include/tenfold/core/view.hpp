@@ -39,6 +39,35 @@ struct affine_map {
   }
 };
 
+// in[j] = off[j] + sum_k coef[j * Out::rank + k] * out[k]: an input axis may read several output axes
+// (a sliding window reads h = oh * stride + kh * dilation). Affine maps are the special case of one
+// nonzero per row; linear maps fold into a leaf's strides the same way.
+template <class In, class Out, std::array<index_t, In::rank * Out::rank> Coef, std::array<index_t, In::rank> Off>
+struct linear_map {
+  using in_shape = In;
+  using out_shape = Out;
+  static constexpr auto coef = Coef;
+  static constexpr auto off = Off;
+  TENFOLD_HD static constexpr void map(const index_t* out, index_t* in) {
+    for (int j = 0; j < In::rank; ++j) {
+      index_t v = Off[j];
+      for (int k = 0; k < Out::rank; ++k) v += Coef[j * Out::rank + k] * out[k];
+      in[j] = v;
+    }
+  }
+  static constexpr auto compose_strides(const std::array<index_t, In::rank>& s) {
+    std::array<index_t, Out::rank> r{};
+    for (int j = 0; j < In::rank; ++j)
+      for (int k = 0; k < Out::rank; ++k) r[k] += s[j] * Coef[j * Out::rank + k];
+    return r;
+  }
+  static constexpr index_t compose_offset(const std::array<index_t, In::rank>& s) {
+    index_t o = 0;
+    for (int j = 0; j < In::rank; ++j) o += s[j] * Off[j];
+    return o;
+  }
+};
+
 // Row-major reshape: out multi-index -> linear -> in multi-index.
 template <class In, class Out>
 struct reshape_map {
@@ -104,6 +133,11 @@ struct view_node : node_tag {
 template <class M>
 inline constexpr bool is_affine_map_v = requires { M::src; typename M::in_shape; };
 template <class M>
+inline constexpr bool is_linear_map_v = requires { M::coef; typename M::in_shape; };
+// Maps that fold into strides: a view of a view of these kinds is one map of the linear kind.
+template <class M>
+inline constexpr bool is_strided_map_v = is_affine_map_v<M> || is_linear_map_v<M>;
+template <class M>
 inline constexpr bool is_reshape_map_v = false;
 template <class I, class O>
 inline constexpr bool is_reshape_map_v<reshape_map<I, O>> = true;
@@ -136,6 +170,37 @@ using composed_affine_t =
     affine_map<typename Inner::in_shape, typename Outer::out_shape, canon(std::get<0>(compose_affine<Outer, Inner>())),
                canon(std::get<1>(compose_affine<Outer, Inner>())), canon(std::get<2>(compose_affine<Outer, Inner>()))>;
 
+// Any strided map as a coefficient matrix and offsets, and the composition of two of them (the outer
+// map feeds the inner one: in = off_i + C_i (off_o + C_o out)).
+template <class M>
+constexpr auto linear_coef() {
+  constexpr int ri = M::in_shape::rank, ro = M::out_shape::rank;
+  std::array<index_t, ri * ro> c{};
+  if constexpr (is_linear_map_v<M>) c = M::coef;
+  else
+    for (int j = 0; j < ri; ++j)
+      if (M::src[j] >= 0) c[j * ro + M::src[j]] = M::scale[j];
+  return c;
+}
+template <class Outer, class Inner>
+constexpr auto compose_linear() {
+  constexpr int ri = Inner::in_shape::rank, rm = Inner::out_shape::rank, ro = Outer::out_shape::rank;
+  constexpr auto ci = linear_coef<Inner>(), co = linear_coef<Outer>();
+  std::array<index_t, ri * ro> c{};
+  std::array<index_t, ri> off{};
+  for (int j = 0; j < ri; ++j) {
+    off[j] = Inner::off[j];
+    for (int m = 0; m < rm; ++m) {
+      off[j] += ci[j * rm + m] * Outer::off[m];
+      for (int k = 0; k < ro; ++k) c[j * ro + k] += ci[j * rm + m] * co[m * ro + k];
+    }
+  }
+  return std::pair{c, off};
+}
+template <class Outer, class Inner>
+using composed_linear_t = linear_map<typename Inner::in_shape, typename Outer::out_shape, canon(compose_linear<Outer, Inner>().first),
+                                     canon(compose_linear<Outer, Inner>().second)>;
+
 template <class Map>
 constexpr bool is_identity_map() {
   using In = typename Map::in_shape;
@@ -145,6 +210,13 @@ constexpr bool is_identity_map() {
     for (int i = 0; i < In::rank; ++i)
       if (Map::src[i] != i || Map::scale[i] != 1 || Map::off[i] != 0) return false;
     return true;
+  } else if constexpr (is_linear_map_v<Map>) {
+    for (int j = 0; j < In::rank; ++j) {
+      if (Map::off[j] != 0) return false;
+      for (int k = 0; k < In::rank; ++k)
+        if (Map::coef[j * In::rank + k] != (j == k)) return false;
+    }
+    return true;
   } else return true; // a reshape to the same shape
 }
 
@@ -152,13 +224,15 @@ template <class E>
 inline constexpr bool is_view_of_v = false;
 template <class M, class C>
 inline constexpr bool is_view_of_v<view_node<M, C>> = true;
-// Is D a view whose map and Map are both affine (kind 1) or both reshapes (kind 2)? (A function:
-// `if constexpr` does not short-circuit the instantiation of D::map_type.)
+// Is D a view whose map and Map are both affine (kind 1), both reshapes (kind 2), or both strided
+// with at least one linear (kind 3)? (A function: `if constexpr` does not short-circuit the
+// instantiation of D::map_type.)
 template <class Map, class D>
 constexpr int composable() {
   if constexpr (is_view_of_v<D>) {
     if constexpr (is_affine_map_v<Map> && is_affine_map_v<typename D::map_type>) return 1;
     else if constexpr (is_reshape_map_v<Map> && is_reshape_map_v<typename D::map_type>) return 2;
+    else if constexpr (is_strided_map_v<Map> && is_strided_map_v<typename D::map_type>) return 3;
     else return 0;
   } else return 0;
 }
@@ -177,7 +251,7 @@ auto apply_view(N&& node) {
               {}, {apply_view<Map>(std::forward<decltype(c)>(c))...}};
         },
         std::forward<N>(node).args);
-  } else if constexpr (is_leaf_v<D> && is_affine_map_v<Map>) {
+  } else if constexpr (is_leaf_v<D> && is_strided_map_v<Map>) {
     return leaf<typename D::element_type, Out, canon(Map::compose_strides(D::strides)),
                 D::offset + Map::compose_offset(D::strides), decltype(node.holder)>{{}, std::forward<N>(node).holder};
   } else if constexpr (is_reshape_map_v<Map> && reshape_folds<D, Out>()) {
@@ -189,6 +263,8 @@ auto apply_view(N&& node) {
     return apply_view<composed_affine_t<Map, typename D::map_type>>(std::forward<N>(node).arg);
   } else if constexpr (composable<Map, D>() == 2) {
     return apply_view<reshape_map<typename D::map_type::in_shape, Out>>(std::forward<N>(node).arg);
+  } else if constexpr (composable<Map, D>() == 3) {
+    return apply_view<composed_linear_t<Map, typename D::map_type>>(std::forward<N>(node).arg);
   } else {
     return view_node<Map, D>{{}, std::forward<N>(node)};
   }

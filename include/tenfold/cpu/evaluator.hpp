@@ -15,6 +15,7 @@
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/row_tee.hpp"
+#include "tenfold/cpu/window_reduce.hpp"
 
 namespace tenfold {
 namespace cpu {
@@ -224,6 +225,7 @@ void run(const Dst& dst, const N& n) {
     if constexpr (detail::is_conv_node_v<std::remove_cvref_t<decltype(find_matmul(n))>>) run_conv(dst, n);
     else run_gemm(dst, n);
   }
+  else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);

@@ -6,6 +6,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/ops/descriptor.hpp"
 #include "tenfold/cpu/transpose.hpp"
@@ -26,6 +27,17 @@ inline constexpr index_t lanes = index_t(batch<L>::size);
 // the run, so a row computes it once (vectorised, pairwise: cpu/reduce.hpp) and reads it as a scalar.
 template <class N>
 typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside);
+
+// Pooling's rows (cpu/window_rows.hpp, included at the end): a strided view of a pad, and a small
+// reduction over trailing window axes with the outputs along the run as SIMD lanes.
+template <class N>
+constexpr bool padded_view();
+template <class N, class L>
+constexpr bool window_row_ok();
+template <class L, class N>
+auto make_padded_row(const N& n, const index_t* idx);
+template <class L, class N>
+auto make_window_row(const N& n, const index_t* idx);
 
 // ---- which suffix of axes can be walked as one flat run --------------------------------------------
 // kind of a leaf's access over axes [k, R): 0 = broadcast (all strides 0), 1 = contiguous row-major.
@@ -49,6 +61,7 @@ constexpr bool flat_from(int k) {
     return []<class... C>(std::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
         static_cast<decltype(N::args)*>(nullptr), k);
   else if constexpr (plan::is_reduce_view_v<N>) return plan::constant_from<N>(k);
+  else if constexpr (detail::is_reduce_node_v<N>) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
   else return true; // scalars, and opaque nodes (which unravel the run index themselves)
 }
 
@@ -267,6 +280,8 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     const auto acc = reduce_one(n.arg, in.data(), false);
     return scalar_row<typename N::value_type, L>{
         static_cast<compute_t<typename N::value_type>>(Rd::op_type::finalize(acc, Rd::count))};
+  } else if constexpr (K == N::rank - 1 && window_row_ok<N, L>()) {
+    return make_window_row<L>(n, idx);
   } else if constexpr (plan::direct_fused_v<N>) {
     reduce_row<N, K, L> r{&n, {}};
     for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
@@ -286,6 +301,8 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
               {make_row<K, L>(c, idx)...}};
         },
         n.args);
+  } else if constexpr (K == N::rank - 1 && padded_view<N>()) {
+    return make_padded_row<L>(n, idx);
   } else {
     generic_row<N, K, L> r{&n, {}};
     for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
@@ -328,3 +345,5 @@ TENFOLD_INLINE void store_run_scalar(const leaf_row<T, L, Stride>& dst, const Ro
 }
 
 } // namespace tenfold::cpu
+
+#include "tenfold/cpu/window_rows.hpp"

@@ -45,6 +45,8 @@ template <class T, class S, class Strides, index_t Offset, class Holder>
 struct leaf_key {};
 template <class In, class Out, class Src, class Scale, class Off>
 struct affine_key {};
+template <class In, class Out, class Coef, class Off>
+struct linear_key {};
 template <class Op, class C, class Mask, bool Keep>
 struct reduce_key {};
 // ...and of those that take a value next to a type holding arrays.
@@ -66,6 +68,8 @@ template <class T, class S, auto St, index_t O, class H>
 auto key_of(tenfold::detail::leaf<T, S, St, O, H>*);
 template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
 auto key_of(tenfold::detail::affine_map<In, Out, Src, Scale, Off>*);
+template <class In, class Out, std::array<index_t, In::rank * Out::rank> Coef, std::array<index_t, In::rank> Off>
+auto key_of(tenfold::detail::linear_map<In, Out, Coef, Off>*);
 template <class Op, class C, auto Mask, bool Keep>
 auto key_of(tenfold::detail::reduce_node<Op, C, Mask, Keep>*);
 template <class Op, class C, int Axis>
@@ -93,6 +97,10 @@ auto key_of(tenfold::detail::leaf<T, S, St, O, H>*) {
 template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
 auto key_of(tenfold::detail::affine_map<In, Out, Src, Scale, Off>*) {
   return std::type_identity<affine_key<In, Out, typename pack_of<Src>::type, typename pack_of<Scale>::type, typename pack_of<Off>::type>>{};
+}
+template <class In, class Out, std::array<index_t, In::rank * Out::rank> Coef, std::array<index_t, In::rank> Off>
+auto key_of(tenfold::detail::linear_map<In, Out, Coef, Off>*) {
+  return std::type_identity<linear_key<In, Out, typename pack_of<Coef>::type, typename pack_of<Off>::type>>{};
 }
 template <class Op, class C, auto Mask, bool Keep>
 auto key_of(tenfold::detail::reduce_node<Op, C, Mask, Keep>*) {
@@ -126,6 +134,10 @@ struct decode<leaf_key<T, S, St, O, H>> {
 template <class In, class Out, class Src, class Scale, class Off>
 struct decode<affine_key<In, Out, Src, Scale, Off>> {
   using type = tenfold::detail::affine_map<In, Out, array_of(Src{}), array_of(Scale{}), array_of(Off{})>;
+};
+template <class In, class Out, class Coef, class Off>
+struct decode<linear_key<In, Out, Coef, Off>> {
+  using type = tenfold::detail::linear_map<In, Out, array_of(Coef{}), array_of(Off{})>;
 };
 template <class Op, class C, class Mask, bool Keep>
 struct decode<reduce_key<Op, C, Mask, Keep>> {

@@ -11,6 +11,7 @@
 // core/conv_node.hpp.
 #include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/views.hpp"
+#include "tenfold/core/windows.hpp" // the layout tags nchw / nhwc, shared with pooling
 
 namespace tenfold {
 
@@ -24,8 +25,6 @@ template <index_t H, index_t W>
 struct conv_output_padding_t {};
 template <index_t G>
 struct conv_groups_t {};
-template <conv_layout L>
-struct conv_layout_t {};
 
 template <index_t H, index_t W = H>
 inline constexpr conv_stride_t<H, W> stride{};
@@ -37,8 +36,6 @@ template <index_t H, index_t W = H>
 inline constexpr conv_output_padding_t<H, W> output_padding{};
 template <index_t G>
 inline constexpr conv_groups_t<G> groups{};
-inline constexpr conv_layout_t<conv_layout::nchw> nchw{};
-inline constexpr conv_layout_t<conv_layout::nhwc> nhwc{};
 
 namespace detail {
 template <index_t H, index_t W>
@@ -51,8 +48,8 @@ template <index_t H, index_t W>
 constexpr void set_option(conv_geometry& g, conv_output_padding_t<H, W>) { g.out_pad_h = H, g.out_pad_w = W; }
 template <index_t G>
 constexpr void set_option(conv_geometry& g, conv_groups_t<G>) { g.groups = G; }
-template <conv_layout L>
-constexpr void set_option(conv_geometry& g, conv_layout_t<L>) { g.layout = L; }
+constexpr void set_option(conv_geometry& g, nchw_t) { g.layout = conv_layout::nchw; }
+constexpr void set_option(conv_geometry& g, nhwc_t) { g.layout = conv_layout::nhwc; }
 
 template <class O>
 inline constexpr bool is_conv_option_v = false;
@@ -66,8 +63,10 @@ template <index_t H, index_t W>
 inline constexpr bool is_conv_option_v<conv_output_padding_t<H, W>> = true;
 template <index_t G>
 inline constexpr bool is_conv_option_v<conv_groups_t<G>> = true;
-template <conv_layout L>
-inline constexpr bool is_conv_option_v<conv_layout_t<L>> = true;
+template <>
+inline constexpr bool is_conv_option_v<nchw_t> = true;
+template <>
+inline constexpr bool is_conv_option_v<nhwc_t> = true;
 
 template <bool Transposed, class... O>
 constexpr conv_geometry make_geometry() {
