@@ -185,7 +185,8 @@ constexpr auto linear_coef() {
 template <class Outer, class Inner>
 constexpr auto compose_linear() {
   constexpr int ri = Inner::in_shape::rank, rm = Inner::out_shape::rank, ro = Outer::out_shape::rank;
-  constexpr auto ci = linear_coef<Inner>(), co = linear_coef<Outer>();
+  constexpr auto ci = linear_coef<Inner>();
+  constexpr auto co = linear_coef<Outer>();
   std::array<index_t, ri * ro> c{};
   std::array<index_t, ri> off{};
   for (int j = 0; j < ri; ++j) {
