@@ -102,7 +102,7 @@ void require_close(const Y& y, const reference& r, const char* what) {
 }
 
 template <conv_layout L>
-constexpr auto layout_tag = conv_layout_t<L>{};
+constexpr auto layout_tag = std::conditional_t<L == conv_layout::nhwc, nhwc_t, nchw_t>{};
 
 // Shapes of one case.
 template <conv_case P, bool Nhwc>

@@ -24,8 +24,14 @@ template <index_t H, index_t W>
 struct conv_output_padding_t {};
 template <index_t G>
 struct conv_groups_t {};
-template <conv_layout L>
-struct conv_layout_t {};
+// Where the channels are. Spelled exactly as the pooling branch's core/windows.hpp spells them (the
+// same tags for conv and pooling): when both are merged, keep one of the two definitions.
+struct nchw_t {
+  static constexpr int spatial_from_end = 2;
+};
+struct nhwc_t {
+  static constexpr int spatial_from_end = 3;
+};
 
 template <index_t H, index_t W = H>
 inline constexpr conv_stride_t<H, W> stride{};
@@ -37,8 +43,8 @@ template <index_t H, index_t W = H>
 inline constexpr conv_output_padding_t<H, W> output_padding{};
 template <index_t G>
 inline constexpr conv_groups_t<G> groups{};
-inline constexpr conv_layout_t<conv_layout::nchw> nchw{};
-inline constexpr conv_layout_t<conv_layout::nhwc> nhwc{};
+inline constexpr nchw_t nchw{};
+inline constexpr nhwc_t nhwc{};
 
 namespace detail {
 template <index_t H, index_t W>
@@ -51,8 +57,8 @@ template <index_t H, index_t W>
 constexpr void set_option(conv_geometry& g, conv_output_padding_t<H, W>) { g.out_pad_h = H, g.out_pad_w = W; }
 template <index_t G>
 constexpr void set_option(conv_geometry& g, conv_groups_t<G>) { g.groups = G; }
-template <conv_layout L>
-constexpr void set_option(conv_geometry& g, conv_layout_t<L>) { g.layout = L; }
+constexpr void set_option(conv_geometry& g, nchw_t) { g.layout = conv_layout::nchw; }
+constexpr void set_option(conv_geometry& g, nhwc_t) { g.layout = conv_layout::nhwc; }
 
 template <class O>
 inline constexpr bool is_conv_option_v = false;
@@ -66,8 +72,10 @@ template <index_t H, index_t W>
 inline constexpr bool is_conv_option_v<conv_output_padding_t<H, W>> = true;
 template <index_t G>
 inline constexpr bool is_conv_option_v<conv_groups_t<G>> = true;
-template <conv_layout L>
-inline constexpr bool is_conv_option_v<conv_layout_t<L>> = true;
+template <>
+inline constexpr bool is_conv_option_v<nchw_t> = true;
+template <>
+inline constexpr bool is_conv_option_v<nhwc_t> = true;
 
 template <bool Transposed, class... O>
 constexpr conv_geometry make_geometry() {
