@@ -107,14 +107,14 @@ Tensor<float, shape<16, 8, 3, 3>> ew;
 Tensor<float, shape<16, 1, 1>> eb;
 Tensor<float, shape<3, 16, 9, 7>> eres;
 Tensor<float, shape<3, 9, 7, 8>> hx;
-Tensor<float, shape<3, 3, 8, 16>> hw;
+Tensor<float, shape<3, 3, 8, 16>> hwt;
 Tensor<float, shape<16>> hb;
 } // namespace
 static_assert(plan_of<decltype(relu(conv2d(ex, ew, padding<1>) + eb))>::nests == 1);
 static_assert(plan_of<decltype(relu(conv2d(ex, ew, padding<1>) + eb))>::buffers == 0);
 static_assert(plan_of<decltype(conv2d(ex, ew, padding<1>) + eres)>::nests == 1);
-static_assert(plan_of<decltype(relu(conv2d(hx, hw, padding<1>, nhwc) + hb))>::nests == 1);
-static_assert(plan_of<decltype(relu(conv2d(hx, hw, padding<1>, nhwc) + hb))>::buffers == 0);
+static_assert(plan_of<decltype(relu(conv2d(hx, hwt, padding<1>, nhwc) + hb))>::nests == 1);
+static_assert(plan_of<decltype(relu(conv2d(hx, hwt, padding<1>, nhwc) + hb))>::buffers == 0);
 // Read by anything but an elementwise consumer at its own shape, a conv materialises (like matmul).
 static_assert(plan_of<decltype(sum(conv2d(ex, ew, padding<1>), axis<1>))>::buffers == 1);
 namespace {
@@ -125,7 +125,7 @@ static_assert(plan_of<decltype(conv2d(relu(conv2d(ex, ew, padding<1>)), ew2))>::
 static_assert(arena_plan<decltype(sum(conv2d(ex, ew, padding<1>), axis<1>))>::bytes >= 3 * 16 * 9 * 7 * 4);
 
 TEST_CASE("conv2d: bias + relu and residual adds fused into the store equal the separate computation", "[conv]") {
-  fill(ex, 7), fill(ew, 8), fill(eb, 9), fill(eres, 10), fill(hx, 11), fill(hw, 12), fill(hb, 13);
+  fill(ex, 7), fill(ew, 8), fill(eb, 9), fill(eres, 10), fill(hx, 11), fill(hwt, 12), fill(hb, 13);
   Tensor<float, shape<3, 16, 9, 7>> plain = conv2d(ex, ew, padding<1>);
   Tensor<float, shape<3, 16, 9, 7>> fused = relu(conv2d(ex, ew, padding<1>) + eb);
   Tensor<float, shape<3, 16, 9, 7>> separate = relu(plain + eb);
@@ -134,11 +134,11 @@ TEST_CASE("conv2d: bias + relu and residual adds fused into the store equal the 
   Tensor<float, shape<3, 16, 9, 7>> residual_sep = plain + eres;
   for (index_t i = 0; i < residual.size(); ++i) REQUIRE(residual.data()[i] == residual_sep.data()[i]);
   // NHWC, with the bias along the last axis; and a conversion to f64 in the store.
-  Tensor<float, shape<3, 9, 7, 16>> hplain = conv2d(hx, hw, padding<1>, nhwc);
-  Tensor<float, shape<3, 9, 7, 16>> hfused = relu(conv2d(hx, hw, padding<1>, nhwc) + hb);
+  Tensor<float, shape<3, 9, 7, 16>> hplain = conv2d(hx, hwt, padding<1>, nhwc);
+  Tensor<float, shape<3, 9, 7, 16>> hfused = relu(conv2d(hx, hwt, padding<1>, nhwc) + hb);
   Tensor<float, shape<3, 9, 7, 16>> hsep = relu(hplain + hb);
   for (index_t i = 0; i < hfused.size(); ++i) REQUIRE(hfused.data()[i] == hsep.data()[i]);
-  Tensor<double, shape<3, 9, 7, 16>> hwide = conv2d(hx, hw, padding<1>, nhwc);
+  Tensor<double, shape<3, 9, 7, 16>> hwide = conv2d(hx, hwt, padding<1>, nhwc);
   for (index_t i = 0; i < hwide.size(); ++i) REQUIRE(hwide.data()[i] == double(hplain.data()[i]));
 }
 
@@ -165,13 +165,13 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
 
   // NHWC: one product with the batch's positions as rows.
   Tensor<float, shape<2, 17, 15, 32>> hx;
-  Tensor<float, shape<3, 3, 32, 40>> hw;
-  fill(hx, 17), fill(hw, 18);
-  Tensor<float, shape<2, 17, 15, 40>> hy = conv2d(hx, hw, padding<1>, nhwc);
-  using Hv = decltype(conv2d(hx, hw, padding<1>, nhwc));
+  Tensor<float, shape<3, 3, 32, 40>> hwt;
+  fill(hx, 17), fill(hwt, 18);
+  Tensor<float, shape<2, 17, 15, 40>> hy = conv2d(hx, hwt, padding<1>, nhwc);
+  using Hv = decltype(conv2d(hx, hwt, padding<1>, nhwc));
   Tensor<float, shape<2, 17, 15, 40>> hserial;
   static constexpr cpu::conv_dims hdims = cpu::conv_dims_of<Hv>();
-  cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hw.data(), &hdims}, 2 * 17 * 15, K,
+  cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hwt.data(), &hdims}, 2 * 17 * 15, K,
                          cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40});
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
 }
