@@ -33,20 +33,7 @@ struct attention_blocking {
 // Per-thread scratch: packed Kᵀ and V of one batch element, the query block, its scores and output.
 template <class T>
 class attention_workspace {
-  struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(default_alignment)); }
-  };
-  struct buffer {
-    std::unique_ptr<T[], aligned_delete> p;
-    index_t size = 0;
-    T* get(index_t n) {
-      if (n > size) {
-        p.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
-        size = n;
-      }
-      return p.get();
-    }
-  };
+  using buffer = scratch_buffer<T>;
 
  public:
   buffer kt, v, q, s, o, stats;

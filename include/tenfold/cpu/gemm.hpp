@@ -39,24 +39,30 @@ struct gemm_blocking {
   static constexpr index_t MR_in_place = 2 * G::MR, KC_in_place = 32;
 };
 
-// Per-thread packing and scratch buffers, grown to the largest size asked for and then kept: evaluation
-// allocates nothing after warm-up.
+// A per-thread scratch array, grown to the largest size asked for and then kept: evaluation allocates
+// nothing after warm-up. (The GEMM's and the attention kernel's workspaces are made of these.)
 template <class T>
-class gemm_workspace {
+class scratch_buffer {
   struct aligned_delete {
     void operator()(T* p) const { ::operator delete[](p, std::align_val_t(default_alignment)); }
   };
-  struct buffer {
-    std::unique_ptr<T[], aligned_delete> p;
-    index_t size = 0;
-    T* get(index_t n) {
-      if (n > size) {
-        p.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
-        size = n;
-      }
-      return p.get();
+  std::unique_ptr<T[], aligned_delete> p_;
+  index_t size_ = 0;
+
+ public:
+  T* get(index_t n) {
+    if (n > size_) {
+      p_.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
+      size_ = n;
     }
-  };
+    return p_.get();
+  }
+};
+
+// Per-thread packing and scratch buffers for the GEMM.
+template <class T>
+class gemm_workspace {
+  using buffer = scratch_buffer<T>;
 
  public:
   buffer a, b, c;
