@@ -9,7 +9,7 @@
 //   - reductions with no row to share          -> a thread per element, its reductions once each
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
-#include "tenfold/cuda/gemm.hpp"
+#include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
 #include "tenfold/cuda/rows.hpp"
 

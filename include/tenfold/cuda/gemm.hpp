@@ -354,7 +354,7 @@ constexpr dim3 gemm_grid() {
 }
 
 template <class Dst, class N>
-void run_gemm(const Dst& dst, const N& n, stream_ref s) {
+void run_gemm_portable(const Dst& dst, const N& n, stream_ref s) {
   constexpr dim3 grid = gemm_grid<N>();
   if constexpr (uses_tensor_cores_v<N>) {
     const auto& mm = find_gemm_host(n);
