@@ -17,6 +17,10 @@ constexpr int slots_of(const E&) {
   using N = detail::node_t<E>;
   return tenfold::cuda::detail::slot_count<N, 1u << (N::rank - 1)>();
 }
+template <class Dst, class E>
+constexpr bool vector_rows_of(const E&) {
+  return tenfold::cuda::detail::vector_rows_eligible<Dst, detail::node_t<E>>();
+}
 template <class E>
 constexpr bool rows_of(const E&) {
   return tenfold::cuda::detail::needs_rows<detail::node_t<E>>();
@@ -70,6 +74,18 @@ TEST_CASE("launch shapes follow from the static shape") {
   CHECK(huge.block == 1024);
   constexpr auto short_wide = cuda::row_launch(3, 1025);
   CHECK(short_wide.block == 256); // 1025 / 8 rounded up to a power of two
+  // The vector path: up to 8 chunks of 16 bytes per thread, a warp up to 1024 floats, then a block.
+  constexpr auto v128 = cuda::vector_row_launch(65536, 128, 4);
+  CHECK((v128.per_block == 8 && cuda::row_group(v128) == 32 && cuda::row_chunks(v128, 128) == 1));
+  constexpr auto v1024 = cuda::vector_row_launch(4096, 1024, 4);
+  CHECK((cuda::row_group(v1024) == 32 && cuda::row_chunks(v1024, 1024) == 8 && v1024.grid == 512));
+  constexpr auto v4096 = cuda::vector_row_launch(8192, 4096, 4);
+  CHECK((v4096.per_block == 1 && v4096.block == 128 && cuda::row_chunks(v4096, 4096) == 8 && v4096.grid == 8192));
+  constexpr auto v5000 = cuda::vector_row_launch(9, 5000, 4);
+  CHECK((v5000.block == 256 && cuda::row_chunks(v5000, 5000) == 5)); // 1250 chunks: the last partly used
+  constexpr auto v32k = cuda::vector_row_launch(1024, 32768, 4);
+  CHECK((v32k.block == 1024 && cuda::row_chunks(v32k, 32768) == 8));
+  CHECK(cuda::vector_row_launch(16, 65536, 4).grid == 0); // too long for registers: the generic kernel
 }
 
 TEST_CASE("flat trees, vector widths and row fusion are decided from the types") {
@@ -99,6 +115,20 @@ TEST_CASE("flat trees, vector widths and row fusion are decided from the types")
   // A reduction over the leading axis is constant along rows of nothing: not a slot.
   using col = decltype(detail::as_node(x - sum(x, axis<0>, keepdims)));
   static_assert(!cd::needs_rows<col>());
+
+  // The vector row path takes trees whose leaves run along the row (stride 1) or stay (stride 0).
+  using D = cuda::device_leaf<float, S>;
+  using D64 = cuda::device_leaf<float, shape<33, 64>>;
+  const auto x64 = cuda::leaf_at<const float, shape<33, 64>>(fake(256));
+  const auto g64 = cuda::leaf_at<const float, shape<64>>(fake(64));
+  CHECK_FALSE(vector_rows_of<D>(softmax(x))); // 65 columns: not whole chunks of 4
+  CHECK(vector_rows_of<D64>(softmax(x64)));
+  CHECK(vector_rows_of<D64>(layer_norm(x64, g64, g64)));
+  CHECK(vector_rows_of<D64>(softmax(x64 * cuda::leaf_at<const float, shape<33, 1>>(fake(64))))); // constant along rows
+  CHECK_FALSE(vector_rows_of<D64>(softmax(transpose(reshape<64, 33>(x64))))); // innermost stride 33
+  CHECK_FALSE(vector_rows_of<D64>(softmax(flip<1>(x64))));                     // innermost stride -1
+  CHECK(cd::row_leaves_aligned<4>(detail::as_node(layer_norm(x64, g64, g64))));
+  CHECK_FALSE(cd::row_leaves_aligned<4>(detail::as_node(layer_norm(x64, cuda::leaf_at<const float, shape<64>>(fake(68)), g64))));
   SUCCEED();
 }
 
@@ -174,5 +204,8 @@ TEST_CASE("without a device, a launch fails with an error naming the kernel") {
   auto out = cuda::leaf_at<float, shape<100, 100>>(fake(1 << 22));
   // Nothing to materialise, so no arena is allocated: the first runtime call is the launch itself.
   CHECK_THROWS_WITH(cuda::eval(out, exp(x) * 2.0f), Catch::Contains("tenfold::cuda flat elementwise kernel failed: "));
-  CHECK_THROWS_WITH(cuda::eval(out, softmax(x)), Catch::Contains("tenfold::cuda row kernel failed: "));
+  CHECK_THROWS_WITH(cuda::eval(out, softmax(x)), Catch::Contains("tenfold::cuda vector row kernel failed: "));
+  const auto odd = cuda::leaf_at<const float, shape<100, 101>>(fake(1 << 20)); // rows not in chunks of 4
+  auto odd_out = cuda::leaf_at<float, shape<100, 101>>(fake(1 << 22));
+  CHECK_THROWS_WITH(cuda::eval(odd_out, softmax(odd)), Catch::Contains("tenfold::cuda row kernel failed: "));
 }

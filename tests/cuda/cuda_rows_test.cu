@@ -1,5 +1,5 @@
-// Reductions over any axes, the row-fused composites (one kernel each) and views, on the device
-// against the CPU evaluator on the same inputs.
+// Reductions over any axes, the row-fused composites (one kernel each, on the generic and the vector
+// row kernels) and views, on the device against the CPU evaluator on the same inputs.
 #include "cuda_test_support.hpp"
 
 using namespace tenfold;
@@ -125,4 +125,91 @@ TEST_CASE("views and materialised intermediates match the CPU") {
   sq = dys.expr();
   sq = transpose(sq.expr()) + 1.0f;
   check_close(Tensor<float, shape<40, 40>>(transpose(ys) + 1.0f), cuda::to_host(sq), 0, "x = transpose(x) + 1");
+}
+
+// The vector path (cuda/rows_vector.hpp): rows read in 16-byte chunks, the reduced input kept in
+// registers. Row lengths around its group boundaries: 128 (a warp, one chunk per lane), 1024 (a warp,
+// eight), 1025 (not a multiple of 4: the generic kernel), 4096 (a block of 128) and 32768 (a block of
+// 1024, the longest that fits registers); each against the CPU.
+namespace {
+template <index_t Rows, index_t Cols>
+void vector_rows() {
+  using S = shape<Rows, Cols>;
+  const auto x = test::random_tensor<float, S>(-8, 8, 21);
+  const auto g = test::random_tensor<float, shape<Cols>>(0.5, 1.5, 22);
+  const auto b = test::random_tensor<float, shape<Cols>>(-1, 1, 23);
+  const auto dx = cuda::to_device(x);
+  const auto dg = cuda::to_device(g);
+  const auto db = cuda::to_device(b);
+  cuda::Tensor<float, S> out;
+  out = softmax(dx.expr());
+  check_close(Tensor<float, S>(softmax(x)), cuda::to_host(out), 1e-5, "softmax");
+  out = log_softmax(dx.expr());
+  check_close(Tensor<float, S>(log_softmax(x)), cuda::to_host(out), 1e-5, "log_softmax");
+  out = layer_norm(dx.expr(), dg.expr(), db.expr());
+  check_close(Tensor<float, S>(layer_norm(x, g, b)), cuda::to_host(out), 1e-4, "layer_norm");
+  out = rms_norm(dx.expr(), dg.expr());
+  check_close(Tensor<float, S>(rms_norm(x, g)), cuda::to_host(out), 1e-5, "rms_norm");
+  cuda::Tensor<float, shape<Rows>> r;
+  r = sum(dx.expr() * dx.expr(), axis<1>); // x twice in one pass: both from registers
+  check_close(Tensor<float, shape<Rows>>(sum(x * x, axis<1>)), cuda::to_host(r), 1e-5, "sum of squares along rows");
+  r = max(dx.expr(), axis<1>);
+  check_close(Tensor<float, shape<Rows>>(max(x, axis<1>)), cuda::to_host(r), 0, "max along rows");
+  r = var(dx.expr(), axis<1>);
+  check_close(Tensor<float, shape<Rows>>(var(x, axis<1>)), cuda::to_host(r), 1e-5, "var along rows");
+}
+} // namespace
+
+TEST_CASE("row-fused composites and row reductions match the CPU at the vector path's boundaries") {
+  TENFOLD_REQUIRE_DEVICE();
+  vector_rows<65, 128>();
+  vector_rows<19, 1024>();
+  vector_rows<19, 1025>();
+  vector_rows<11, 4096>();
+  vector_rows<3, 32768>();
+}
+
+TEST_CASE("the vector path reads every leaf where it lies: other tensors of the same type, other rows, views") {
+  TENFOLD_REQUIRE_DEVICE();
+  using S = shape<12, 1000>;
+  const auto x = test::random_tensor<float, S>(-4, 4, 31);
+  const auto y = test::random_tensor<float, S>(-4, 4, 32);
+  const auto c = test::random_tensor<float, shape<12, 1>>(-1, 1, 33);
+  const auto g = test::random_tensor<float, shape<1000>>(0.5, 1.5, 34);
+  const auto dx = cuda::to_device(x);
+  const auto dy = cuda::to_device(y);
+  const auto dc = cuda::to_device(c);
+  const auto dg = cuda::to_device(g);
+  cuda::Tensor<float, S> out;
+  // y has x's type but not its memory: the registers hold x's row, y is read from memory.
+  out = softmax(dx.expr()) + dy.expr();
+  check_close(Tensor<float, S>(softmax(x) + y), cuda::to_host(out), 1e-5, "softmax(x) + y");
+  out = layer_norm(dx.expr() + dy.expr(), dg.expr(), dg.expr());
+  check_close(Tensor<float, S>(layer_norm(x + y, g, g)), cuda::to_host(out), 1e-4, "layer_norm(x + y)");
+  // The reduction reads row 11 - r of x (a flipped leaf), the tail row r: the same memory, other rows.
+  out = dx.expr() - max(flip<0>(dx.expr()), axis<1>, keepdims);
+  check_close(Tensor<float, S>(x - max(flip<0>(x), axis<1>, keepdims)), cuda::to_host(out), 0, "x - max(flip(x))");
+  // A leaf constant along the row (stride 0), inside and outside the reductions.
+  out = softmax(dx.expr() * dc.expr()) * dc.expr();
+  check_close(Tensor<float, S>(softmax(x * c) * c), cuda::to_host(out), 1e-5, "softmax(x * c) * c");
+  // A transposed input (innermost stride 12) and a reversed row (stride -1): the generic kernel.
+  const auto t = test::random_tensor<float, shape<1000, 12>>(-4, 4, 35);
+  const auto dt = cuda::to_device(t);
+  out = softmax(transpose(dt.expr()));
+  check_close(Tensor<float, S>(softmax(transpose(t))), cuda::to_host(out), 1e-5, "softmax(transpose(t))");
+  out = layer_norm(flip<1>(dx.expr()), dg.expr(), dg.expr());
+  check_close(Tensor<float, S>(layer_norm(flip<1>(x), g, g)), cuda::to_host(out), 1e-4, "layer_norm(flip<1>(x))");
+  // In place: each row is read whole before any of it is written.
+  cuda::Tensor<float, S> z;
+  z = dx.expr();
+  z = softmax(z.expr());
+  check_close(Tensor<float, S>(softmax(x)), cuda::to_host(z), 1e-5, "z = softmax(z)");
+  // bf16 in (8-byte chunks of 4 for a float destination, 16-byte chunks of 8 for a bf16 one).
+  const auto xb = test::random_tensor<bf16, S>(-4, 4, 36);
+  const auto dxb = cuda::to_device(xb);
+  out = softmax(dxb.expr());
+  check_close(Tensor<float, S>(softmax(xb)), cuda::to_host(out), 1e-2, "softmax(bf16) -> f32");
+  cuda::Tensor<bf16, S> ob;
+  ob = softmax(dxb.expr());
+  check_close(Tensor<bf16, S>(softmax(xb)), cuda::to_host(ob), 1e-2, "softmax(bf16) -> bf16");
 }

@@ -60,4 +60,28 @@ constexpr launch_shape row_launch(index_t rows, index_t cols) {
   index_t grid = rows < 1 ? 1 : rows > index_t(max_grid) * 4 ? index_t(max_grid) * 4 : rows;
   return {unsigned(grid), block, 1, 1};
 }
+
+// The vector path of the row kernels (cuda/rows_vector.hpp): each thread keeps up to
+// `max_row_chunks` 16-byte chunks of a row in registers (32 registers), so the group is the smallest
+// that covers the row that way: a warp up to 32 * 8 chunks (1024 floats), else a block of 64..1024
+// threads (a power of two). Longer rows (more than 32768 floats) do not fit: grid 0, the generic kernel.
+inline constexpr int max_row_chunks = 8;
+
+constexpr launch_shape vector_row_launch(index_t rows, index_t cols, int vector) {
+  const index_t chunks = ceil_div(cols, vector);
+  if (chunks <= index_t(warp_size) * max_row_chunks) {
+    constexpr unsigned per_block = rows_block / warp_size;
+    index_t grid = ceil_div(rows, per_block);
+    grid = grid < 1 ? 1 : grid > index_t(max_grid) ? index_t(max_grid) : grid;
+    return {unsigned(grid), rows_block, vector, per_block};
+  }
+  unsigned block = pow2_at_least(ceil_div(chunks, max_row_chunks));
+  if (block > 1024) return {0, 0, vector, 1};
+  block = block < 64 ? 64 : block;
+  index_t grid = rows < 1 ? 1 : rows > index_t(max_grid) * 4 ? index_t(max_grid) * 4 : rows;
+  return {unsigned(grid), block, vector, 1};
+}
+// Threads sharing one row, and the chunks each of them holds.
+constexpr unsigned row_group(const launch_shape& l) { return l.per_block > 1 ? unsigned(warp_size) : l.block; }
+constexpr int row_chunks(const launch_shape& l, index_t cols) { return int(ceil_div(ceil_div(cols, l.vector), row_group(l))); }
 } // namespace tenfold::cuda
