@@ -147,7 +147,7 @@ void vector_rows() {
   out = log_softmax(dx.expr());
   check_close(Tensor<float, S>(log_softmax(x)), cuda::to_host(out), 1e-5, "log_softmax");
   out = layer_norm(dx.expr(), dg.expr(), db.expr());
-  check_close(Tensor<float, S>(layer_norm(x, g, b)), cuda::to_host(out), 1e-4, "layer_norm");
+  check_close(Tensor<float, S>(layer_norm(x, g, b)), cuda::to_host(out), 1e-4, "layer_norm", 1.0);
   out = rms_norm(dx.expr(), dg.expr());
   check_close(Tensor<float, S>(rms_norm(x, g)), cuda::to_host(out), 1e-5, "rms_norm");
   cuda::Tensor<float, shape<Rows>> r;
@@ -185,7 +185,7 @@ TEST_CASE("the vector path reads every leaf where it lies: other tensors of the 
   out = softmax(dx.expr()) + dy.expr();
   check_close(Tensor<float, S>(softmax(x) + y), cuda::to_host(out), 1e-5, "softmax(x) + y");
   out = layer_norm(dx.expr() + dy.expr(), dg.expr(), dg.expr());
-  check_close(Tensor<float, S>(layer_norm(x + y, g, g)), cuda::to_host(out), 1e-4, "layer_norm(x + y)");
+  check_close(Tensor<float, S>(layer_norm(x + y, g, g)), cuda::to_host(out), 1e-4, "layer_norm(x + y)", 1.0);
   // The reduction reads row 11 - r of x (a flipped leaf), the tail row r: the same memory, other rows.
   out = dx.expr() - max(flip<0>(dx.expr()), axis<1>, keepdims);
   check_close(Tensor<float, S>(x - max(flip<0>(x), axis<1>, keepdims)), cuda::to_host(out), 0, "x - max(flip(x))");
@@ -198,7 +198,7 @@ TEST_CASE("the vector path reads every leaf where it lies: other tensors of the 
   out = softmax(transpose(dt.expr()));
   check_close(Tensor<float, S>(softmax(transpose(t))), cuda::to_host(out), 1e-5, "softmax(transpose(t))");
   out = layer_norm(flip<1>(dx.expr()), dg.expr(), dg.expr());
-  check_close(Tensor<float, S>(layer_norm(flip<1>(x), g, g)), cuda::to_host(out), 1e-4, "layer_norm(flip<1>(x))");
+  check_close(Tensor<float, S>(layer_norm(flip<1>(x), g, g)), cuda::to_host(out), 1e-4, "layer_norm(flip<1>(x))", 1.0);
   // In place: each row is read whole before any of it is written.
   cuda::Tensor<float, S> z;
   z = dx.expr();
