@@ -47,6 +47,36 @@ void gemm_case(cublasHandle_t h) {
 }
 } // namespace
 
+// f32 at 4096^3: the exact SIMT kernel and the TF32 tensor-core kernel (cuda::tf32_matmul()) against
+// cuBLAS SGEMM and cuBLAS with TF32 (CUBLAS_COMPUTE_32F_FAST_TF32).
+void f32_case(cublasHandle_t h) {
+  constexpr index_t N = 4096;
+  using S = shape<N, N>;
+  rng gen(5);
+  cuda::Tensor<float, S> a, b, c, ref;
+  a = uniform<S>(gen, -1.0f, 1.0f);
+  b = uniform<S>(gen, -1.0f, 1.0f);
+  const double simt = bench::median_ms([&] { c = matmul(a.expr(), b.expr()); }, 10);
+  cuda::tf32_matmul() = true;
+  const double tf32 = bench::median_ms([&] { c = matmul(a.expr(), b.expr()); }, 10);
+  cuda::tf32_matmul() = false;
+  const float one = 1, zero = 0;
+  auto peer = [&](cublasComputeType_t ct) {
+    return bench::median_ms(
+        [&] {
+          check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, b.data(), CUDA_R_32F, N, a.data(), CUDA_R_32F, N, &zero,
+                             ref.data(), CUDA_R_32F, N, ct, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx");
+        },
+        10);
+  };
+  const double sgemm = peer(CUBLAS_COMPUTE_32F), peer_tf32 = peer(CUBLAS_COMPUTE_32F_FAST_TF32);
+  const double flops = 2.0 * N * N * N;
+  std::printf("f32 GEMM %ld^3: tenfold SIMT %6.1f TFLOP/s vs cuBLAS SGEMM %6.1f (%5.1f%%) | tenfold TF32 %6.1f vs cuBLAS TF32 %6.1f (%5.1f%%)\n",
+              long(N), flops / simt / 1e9, flops / sgemm / 1e9, 100.0 * sgemm / simt, flops / tf32 / 1e9, flops / peer_tf32 / 1e9,
+              100.0 * peer_tf32 / tf32);
+}
+
 int main() {
   if (!cuda::device_available()) {
     std::puts("skipped: no CUDA device");
@@ -57,5 +87,6 @@ int main() {
   check(cublasCreate(&h), "cublasCreate");
   gemm_case<4096>(h);
   gemm_case<8192>(h);
+  f32_case(h);
   cublasDestroy(h);
 }

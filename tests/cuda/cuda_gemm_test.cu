@@ -10,8 +10,9 @@ namespace {
 enum class b_form { row_major, transposed, batched };
 
 // C[b] = relu(A[b] B[b] + bias) in long double, from the rounded inputs the device sees.
+// Returns the worst error, relative to sum |a b|.
 template <class T, index_t Bt, index_t M, index_t K, index_t N, b_form F, class Out = float>
-void check_gemm(double rel) {
+double check_gemm(double rel) {
   const auto a = test::random_tensor<T, shape<Bt, M, K>>(-1, 1, 21);
   const auto bn = test::random_tensor<T, shape<K, N>>(-1, 1, 22);
   const auto bt = test::random_tensor<T, shape<N, K>>(-1, 1, 23);
@@ -50,6 +51,7 @@ void check_gemm(double rel) {
       }
   INFO("worst error relative to sum |a b|: " << worst);
   CHECK(worst <= rel);
+  return worst;
 }
 
 // Every tensor-core case, through each GEMM kernel this device has.
@@ -94,6 +96,21 @@ TEST_CASE("the sm90 GEMM is used exactly where the device is Hopper and the buil
 }
 TEST_CASE("f32 GEMM (SIMT) matches a long-double reference") {
   TENFOLD_REQUIRE_DEVICE();
+  REQUIRE_FALSE(cuda::tf32_matmul()); // off by default
   check_gemm<float, 3, 33, 129, 70, b_form::transposed>(1e-5);
   check_gemm<float, 1, 128, 64, 64, b_form::row_major>(1e-5);
+}
+TEST_CASE("f32 GEMM with tf32_matmul() on runs on tensor cores, within TF32's rounding") {
+  TENFOLD_REQUIRE_DEVICE();
+  cuda::tf32_matmul() = true;
+  // Inputs rounded to a 10-bit mantissa (2^-11 relative each): about 1e-3 of sum |a b| at most. The
+  // error must also be well above exact f32's (~1e-7), or the tensor cores did not run.
+  const double e1 = check_gemm<float, 2, 130, 72, 200, b_form::row_major>(2e-3);
+  const double e2 = check_gemm<float, 1, 77, 40, 65, b_form::transposed>(2e-3);
+  const double e3 = check_gemm<float, 3, 64, 100, 96, b_form::batched>(2e-3);
+  cuda::tf32_matmul() = false;
+  CHECK(e1 > 1e-5);
+  CHECK(e2 > 1e-5);
+  CHECK(e3 > 1e-5);
+  CHECK(check_gemm<float, 1, 77, 40, 65, b_form::transposed>(1e-5) < 1e-5); // and off again: exact
 }

@@ -4,6 +4,9 @@
 // fused epilogue as the CPU path. Batched over the output's leading axes (operand batch axes broadcast).
 //  - bf16 x bf16 and f16 x f16: tensor cores (wmma 16x16x16), f32 accumulation. 128x128x32 block tiles,
 //    8 warps of 64x32, the next K slice loaded into registers while the current one is multiplied.
+//    (On Hopper built for sm_90a, cuda/gemm_sm90.hpp's TMA + wgmma kernel takes these instead.)
+//  - f32 x f32 with cuda::tf32_matmul() on: the same kernel with TF32 inputs (wmma 16x16x8, inputs
+//    rounded to a 10-bit mantissa, f32 accumulation); off by default, as it changes results.
 //  - anything else (f32, f64, integers, mixed types): a tiled SIMT kernel in the compute type,
 //    64x64x16 tiles, 4x4 outputs per thread, accumulating in the compute type as the CPU does.
 // Operands are device leaves with any static strides (a transposed weight is read in place); tiles are
@@ -111,9 +114,27 @@ struct gemm_dims {
 // ---- tensor cores --------------------------------------------------------------------------------
 template <class T>
 inline constexpr bool tensor_core_type_v = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
-
+// What the wmma fragments load from shared memory: the CUDA 16-bit types, or float (TF32).
 template <class T>
-using wmma_type = std::conditional_t<std::is_same_v<T, bf16>, __nv_bfloat16, __half>;
+using wmma_type = std::conditional_t<std::is_same_v<T, bf16>, __nv_bfloat16, std::conditional_t<std::is_same_v<T, f16>, __half, float>>;
+
+} // namespace tenfold::cuda::detail
+
+namespace tenfold::cuda {
+// f32 GEMMs on tensor cores with TF32 inputs (10-bit mantissa, f32 accumulation): several times
+// faster than the exact SIMT kernel, about 1e-3 relative error. Off by default (results change);
+// the same switch as PyTorch's torch.backends.cuda.matmul.allow_tf32. Set it before the GEMM runs.
+inline bool& tf32_matmul() {
+  static bool on = false;
+  return on;
+}
+} // namespace tenfold::cuda
+
+namespace tenfold::cuda::detail {
+// f32 x f32: tensor cores only through TF32, by choice at run time.
+template <class N>
+inline constexpr bool tf32_candidate_v = std::is_same_v<std::remove_const_t<typename gemm_of_t<N>::a_type::value_type>, float> &&
+                                         std::is_same_v<std::remove_const_t<typename gemm_of_t<N>::b_type::value_type>, float>;
 
 namespace tc {
 inline constexpr int BM = 128, BN = 128, BK = 32, threads = 256, pad = 8;
@@ -121,21 +142,24 @@ inline constexpr int a_ld = BK + pad, b_ld = BN + pad; // padding breaks smem ba
 inline constexpr int a_elems = BM * BK / threads, b_elems = BK * BN / threads; // per thread: 16 each
 } // namespace tc
 
-// Can the operand's rows be read 16 bytes (8 elements) at a time? Its inner axis is contiguous and
-// every row starts 16-byte aligned (every other stride and the offset are multiples of 8 elements; the
+// Can the operand's rows be read 16 bytes at a time? Its inner axis is contiguous and every row starts
+// 16-byte aligned (every other stride and the offset are multiples of 16 bytes' worth of elements; the
 // base pointer's alignment is checked on the host).
 template <class L>
 constexpr bool vector_rows() {
-  bool ok = L::strides[L::rank - 1] == 1 && L::offset % 8 == 0;
-  for (int i = 0; i + 1 < L::rank; ++i) ok = ok && L::strides[i] % 8 == 0;
+  constexpr index_t v = 16 / sizeof(typename L::value_type);
+  bool ok = L::strides[L::rank - 1] == 1 && L::offset % v == 0;
+  for (int i = 0; i + 1 < L::rank; ++i) ok = ok && L::strides[i] % v == 0;
   return ok;
 }
 template <class L>
 inline constexpr bool vector_rows_v = vector_rows<L>();
 
-// One thread's share of a K slice of A (BM x BK, k fastest) and B (BK x BN, n fastest), in registers.
+// One thread's share of a K slice of A (BM x BK, k fastest) and B (BK x BN, n fastest), in registers:
+// 16 elements of each, `chunks` 16-byte vectors.
 template <class T>
 struct tc_stage {
+  static constexpr int chunks = int(tc::a_elems * sizeof(T) / 16);
   T a[tc::a_elems], b[tc::b_elems];
 };
 
@@ -152,8 +176,8 @@ __device__ __forceinline__ void tc_fetch(const Mm& mm, const gemm_batch<Mm, type
     constexpr bool vec = vector_rows_v<typename Mm::a_type>;
     if (vec && m < G::M && k + 16 <= G::K) {
       const uint4* src = reinterpret_cast<const uint4*>(pa + m * G::a_m + k);
-      reinterpret_cast<uint4*>(st.a)[0] = src[0];
-      reinterpret_cast<uint4*>(st.a)[1] = src[1];
+#pragma unroll
+      for (int c = 0; c < tc_stage<T>::chunks; ++c) reinterpret_cast<uint4*>(st.a)[c] = src[c];
     } else {
 #pragma unroll
       for (int j = 0; j < tc::a_elems; ++j)
@@ -166,8 +190,8 @@ __device__ __forceinline__ void tc_fetch(const Mm& mm, const gemm_batch<Mm, type
     constexpr bool vec = vector_rows_v<typename Mm::b_type>;
     if (vec && k < G::K && n + 16 <= G::N) {
       const uint4* src = reinterpret_cast<const uint4*>(pb + k * G::b_k + n);
-      reinterpret_cast<uint4*>(st.b)[0] = src[0];
-      reinterpret_cast<uint4*>(st.b)[1] = src[1];
+#pragma unroll
+      for (int c = 0; c < tc_stage<T>::chunks; ++c) reinterpret_cast<uint4*>(st.b)[c] = src[c];
     } else {
 #pragma unroll
       for (int j = 0; j < tc::b_elems; ++j)
@@ -180,11 +204,12 @@ template <class T>
 __device__ __forceinline__ void tc_store(const tc_stage<T>& st, T* as, T* bs) {
   const int t = threadIdx.x;
   uint4* da = reinterpret_cast<uint4*>(as + (t / 2) * tc::a_ld + (t % 2) * 16);
-  da[0] = reinterpret_cast<const uint4*>(st.a)[0];
-  da[1] = reinterpret_cast<const uint4*>(st.a)[1];
   uint4* db = reinterpret_cast<uint4*>(bs + (t / 8) * tc::b_ld + (t % 8) * 16);
-  db[0] = reinterpret_cast<const uint4*>(st.b)[0];
-  db[1] = reinterpret_cast<const uint4*>(st.b)[1];
+#pragma unroll
+  for (int c = 0; c < tc_stage<T>::chunks; ++c) {
+    da[c] = reinterpret_cast<const uint4*>(st.a)[c];
+    db[c] = reinterpret_cast<const uint4*>(st.b)[c];
+  }
 }
 
 struct tensor_core_body {
@@ -199,6 +224,9 @@ __device__ void tensor_core_body::run(const Dst& dst, const N& root) {
   using Mm = gemm_of_t<N>;
   using T = typename Mm::a_type::value_type;
   using W = wmma_type<T>;
+  constexpr bool tf32 = std::is_same_v<W, float>;
+  using P = std::conditional_t<tf32, wmma::precision::tf32, W>; // the fragments' element precision
+  constexpr int WK = tf32 ? 8 : 16;                              // k of one wmma
   using G = gemm_dims<Mm>;
   using S = typename N::shape_type;
   using D = typename Dst::value_type;
@@ -211,7 +239,7 @@ __device__ void tensor_core_body::run(const Dst& dst, const N& root) {
   const index_t m0 = index_t(blockIdx.y) * tc::BM, n0 = index_t(blockIdx.x) * tc::BN;
   const int warp = threadIdx.x / warp_size, wm = warp / 4, wn = warp % 4; // 2 x 4 warps, 64 x 32 each
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+  wmma::fragment<wmma::accumulator, 16, 16, WK, float> acc[4][2];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -225,15 +253,25 @@ __device__ void tensor_core_body::run(const Dst& dst, const N& root) {
     __syncthreads();
     if (k0 + tc::BK < G::K) tc_fetch(mm, bt, m0, n0, k0 + tc::BK, next); // in flight while we multiply
 #pragma unroll
-    for (int kk = 0; kk < tc::BK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa[4];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> fb[2];
+    for (int kk = 0; kk < tc::BK; kk += WK) {
+      wmma::fragment<wmma::matrix_a, 16, 16, WK, P, wmma::row_major> fa[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, WK, P, wmma::row_major> fb[2];
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         wmma::load_matrix_sync(fa[i], reinterpret_cast<const W*>(as + (wm * 64 + i * 16) * tc::a_ld + kk), tc::a_ld);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
         wmma::load_matrix_sync(fb[j], reinterpret_cast<const W*>(bs + kk * tc::b_ld + wn * 32 + j * 16), tc::b_ld);
+      if constexpr (tf32) { // round the loaded f32 values to TF32 (the instruction reads 10 mantissa bits)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int e = 0; e < fa[i].num_elements; ++e) fa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int e = 0; e < fb[j].num_elements; ++e) fb[j].x[e] = wmma::__float_to_tf32(fb[j].x[e]);
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -344,26 +382,33 @@ inline constexpr bool uses_tensor_cores_v =
     tensor_core_type_v<typename gemm_of_t<N>::a_type::value_type> &&
     std::is_same_v<typename gemm_of_t<N>::a_type::value_type, typename gemm_of_t<N>::b_type::value_type>;
 
-template <class N>
+template <class N, bool TensorCores = uses_tensor_cores_v<N>>
 constexpr dim3 gemm_grid() {
   using G = gemm_dims<gemm_of_t<N>>;
-  constexpr index_t bm = uses_tensor_cores_v<N> ? tc::BM : simt::BM, bn = uses_tensor_cores_v<N> ? tc::BN : simt::BN;
+  constexpr index_t bm = TensorCores ? tc::BM : simt::BM, bn = TensorCores ? tc::BN : simt::BN;
   static_assert(G::batches < 65536, "tenfold::cuda: more than 65535 GEMM batches (grid.z limit)");
   static_assert(ceil_div(G::M, bm) < 65536, "tenfold::cuda: GEMM M too large for grid.y");
   return dim3(unsigned(ceil_div(G::N, bn)), unsigned(ceil_div(G::M, bm)), unsigned(G::batches));
 }
 
 template <class Dst, class N>
+void launch_tensor_core_gemm(const Dst& dst, const N& n, stream_ref s, const char* what) {
+  const auto& mm = find_gemm_host(n);
+  if ((vector_rows_v<typename gemm_of_t<N>::a_type> && reinterpret_cast<std::uintptr_t>(std::get<0>(mm.args).data()) % 16) ||
+      (vector_rows_v<typename gemm_of_t<N>::b_type> && reinterpret_cast<std::uintptr_t>(std::get<1>(mm.args).data()) % 16))
+    throw error("tenfold::cuda: a GEMM operand's device pointer is not 16-byte aligned (tensors and arena slots always are)");
+  launch<tensor_core_body>(gemm_grid<N, true>(), tc::threads, s, dst, n, what);
+}
+
+template <class Dst, class N>
 void run_gemm_portable(const Dst& dst, const N& n, stream_ref s) {
-  constexpr dim3 grid = gemm_grid<N>();
   if constexpr (uses_tensor_cores_v<N>) {
-    const auto& mm = find_gemm_host(n);
-    if ((vector_rows_v<typename gemm_of_t<N>::a_type> && reinterpret_cast<std::uintptr_t>(std::get<0>(mm.args).data()) % 16) ||
-        (vector_rows_v<typename gemm_of_t<N>::b_type> && reinterpret_cast<std::uintptr_t>(std::get<1>(mm.args).data()) % 16))
-      throw error("tenfold::cuda: a GEMM operand's device pointer is not 16-byte aligned (tensors and arena slots always are)");
-    launch<tensor_core_body>(grid, tc::threads, s, dst, n, "tenfold::cuda tensor-core GEMM");
+    launch_tensor_core_gemm(dst, n, s, "tenfold::cuda tensor-core GEMM");
   } else {
-    launch<simt_body>(grid, simt::threads, s, dst, n, "tenfold::cuda SIMT GEMM");
+    if constexpr (tf32_candidate_v<N>) {
+      if (tf32_matmul()) return launch_tensor_core_gemm(dst, n, s, "tenfold::cuda tensor-core GEMM (TF32)");
+    }
+    launch<simt_body>(gemm_grid<N, false>(), simt::threads, s, dst, n, "tenfold::cuda SIMT GEMM");
   }
 }
 } // namespace tenfold::cuda::detail
