@@ -8,7 +8,7 @@
 //  - f32 x f32 with cuda::tf32_matmul() on: the same kernel with TF32 inputs (wmma 16x16x8, inputs
 //    rounded to a 10-bit mantissa, f32 accumulation); off by default, as it changes results.
 //  - anything else (f32, f64, integers, mixed types): a tiled SIMT kernel in the compute type,
-//    64x64x16 tiles, 4x4 outputs per thread, accumulating in the compute type as the CPU does.
+//    128x128x8 tiles, 8x8 outputs per thread, accumulating in the compute type as the CPU does.
 // Operands are device leaves with any static strides (a transposed weight is read in place); tiles are
 // read with 16-byte loads where the operand's inner axis is contiguous and aligned.
 #include <cuda_runtime.h>
@@ -305,8 +305,27 @@ __device__ void tensor_core_body::run(const Dst& dst, const N& root) {
 }
 
 // ---- SIMT ------------------------------------------------------------------------------------------
+// 128 x 128 x 8 block tiles, 256 threads with 8 x 8 outputs each, split as two 4 x 4 quadrants 64 rows
+// and 64 columns apart (so that a warp's reads of a k row of the tiles are 16-byte vectors and free of
+// bank conflicts); two shared-memory buffers, the next slice fetched into registers while the current
+// one is multiplied: one barrier per slice.
 namespace simt {
-inline constexpr int BM = 64, BN = 64, BK = 16, threads = 256, TM = 4, TN = 4;
+inline constexpr int BM = 128, BN = 128, BK = 8, threads = 256, TM = 8, TN = 8;
+inline constexpr int a_per_thread = BM * BK / threads, b_per_thread = BK * BN / threads; // 4 and 4
+} // namespace simt
+
+// Element e of a slice as (row, column) of an R x Cc tile, walking the operand's contiguous axis
+// fastest (rows when the operand is column-major in this tile), so that neighbouring threads read
+// neighbouring addresses for either layout.
+template <int Rows, int Cols, bool ColsContiguous>
+__device__ __forceinline__ void slice_position(int e, int& r, int& c) {
+  if constexpr (ColsContiguous) {
+    r = e / Cols;
+    c = e % Cols;
+  } else {
+    r = e % Rows;
+    c = e / Rows;
+  }
 }
 
 struct simt_body {
@@ -322,44 +341,73 @@ __device__ void simt_body::run(const Dst& dst, const N& root) {
   using S = typename N::shape_type;
   using D = typename Dst::value_type;
   constexpr int R = S::rank;
-  __shared__ C as[simt::BK][simt::BM]; // k-major: a thread's 4 rows of A are one broadcast read
-  __shared__ C bs[simt::BK][simt::BN];
+  __shared__ C as[2][simt::BK][simt::BM]; // k-major: a thread's rows of A are one vector read
+  __shared__ C bs[2][simt::BK][simt::BN];
   const Mm& mm = find_gemm(root);
   const gemm_batch<Mm, S> bt(mm, blockIdx.z);
   const auto* pa = std::get<0>(mm.args).data() + bt.a_base;
   const auto* pb = std::get<1>(mm.args).data() + bt.b_base;
   const index_t m0 = index_t(blockIdx.y) * simt::BM, n0 = index_t(blockIdx.x) * simt::BN;
   const int t = threadIdx.x, tm = t / 16, tn = t % 16;
-  C acc[simt::TM][simt::TN] = {};
-  for (index_t k0 = 0; k0 < G::K; k0 += simt::BK) {
-    // Each loads 4 of A's 1024 and 4 of B's 1024 elements; consecutive threads walk the operand's
-    // contiguous axis where it has one, so the loads coalesce for either layout.
+
+  C ra[simt::a_per_thread], rb[simt::b_per_thread]; // the next slice, in flight
+  auto fetch = [&](index_t k0) {
 #pragma unroll
-    for (int e = t; e < simt::BM * simt::BK; e += simt::threads) {
-      const int r = G::a_k == 1 ? e / simt::BK : e % simt::BM, c = G::a_k == 1 ? e % simt::BK : e / simt::BM;
+    for (int i = 0; i < simt::a_per_thread; ++i) {
+      int r, c;
+      slice_position<simt::BM, simt::BK, G::a_k == 1>(t + i * simt::threads, r, c);
       const index_t m = m0 + r, k = k0 + c;
-      as[c][r] = (m < G::M && k < G::K) ? static_cast<C>(pa[m * G::a_m + k * G::a_k]) : C(0);
+      ra[i] = (m < G::M && k < G::K) ? static_cast<C>(pa[m * G::a_m + k * G::a_k]) : C(0);
     }
 #pragma unroll
-    for (int e = t; e < simt::BK * simt::BN; e += simt::threads) {
-      const int r = G::b_n == 1 ? e / simt::BN : e % simt::BK, c = G::b_n == 1 ? e % simt::BN : e / simt::BK;
+    for (int i = 0; i < simt::b_per_thread; ++i) {
+      int r, c;
+      slice_position<simt::BK, simt::BN, G::b_n == 1>(t + i * simt::threads, r, c);
       const index_t k = k0 + r, n = n0 + c;
-      bs[r][c] = (k < G::K && n < G::N) ? static_cast<C>(pb[k * G::b_k + n * G::b_n]) : C(0);
+      rb[i] = (k < G::K && n < G::N) ? static_cast<C>(pb[k * G::b_k + n * G::b_n]) : C(0);
     }
-    __syncthreads();
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < simt::a_per_thread; ++i) {
+      int r, c;
+      slice_position<simt::BM, simt::BK, G::a_k == 1>(t + i * simt::threads, r, c);
+      as[buf][c][r] = ra[i];
+    }
+#pragma unroll
+    for (int i = 0; i < simt::b_per_thread; ++i) {
+      int r, c;
+      slice_position<simt::BK, simt::BN, G::b_n == 1>(t + i * simt::threads, r, c);
+      bs[buf][r][c] = rb[i];
+    }
+  };
+
+  C acc[simt::TM][simt::TN] = {};
+  fetch(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (index_t k0 = 0; k0 < G::K; k0 += simt::BK) {
+    const bool more = k0 + simt::BK < G::K;
+    if (more) fetch(k0 + simt::BK); // global loads in flight while this slice is multiplied
 #pragma unroll
     for (int k = 0; k < simt::BK; ++k) {
       C a[simt::TM], b[simt::TN];
 #pragma unroll
-      for (int i = 0; i < simt::TM; ++i) a[i] = as[k][tm * simt::TM + i];
-#pragma unroll
-      for (int j = 0; j < simt::TN; ++j) b[j] = bs[k][tn + 16 * j]; // strided columns: conflict-free reads
+      for (int i = 0; i < 4; ++i) {
+        a[i] = as[buf][k][tm * 4 + i];
+        a[i + 4] = as[buf][k][64 + tm * 4 + i];
+        b[i] = bs[buf][k][tn * 4 + i];
+        b[i + 4] = bs[buf][k][64 + tn * 4 + i];
+      }
 #pragma unroll
       for (int i = 0; i < simt::TM; ++i)
 #pragma unroll
         for (int j = 0; j < simt::TN; ++j) acc[i][j] += a[i] * b[j];
     }
+    if (more) store(buf ^ 1); // the other buffer: last read before the previous barrier
     __syncthreads();
+    buf ^= 1;
   }
   index_t idx[R];
   for (int i = 0; i < R - 2; ++i) idx[i] = bt.idx[i];
@@ -367,7 +415,7 @@ __device__ void simt_body::run(const Dst& dst, const N& root) {
   for (int i = 0; i < simt::TM; ++i)
 #pragma unroll
     for (int j = 0; j < simt::TN; ++j) {
-      const index_t m = m0 + tm * simt::TM + i, n = n0 + tn + 16 * j;
+      const index_t m = m0 + (i < 4 ? tm * 4 + i : 64 + tm * 4 + i - 4), n = n0 + (j < 4 ? tn * 4 + j : 64 + tn * 4 + j - 4);
       if (m < G::M && n < G::N) {
         idx[R - 2] = m;
         idx[R - 1] = n;
