@@ -3,6 +3,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "tenfold/ops/descriptor.hpp"
+#include "tenfold/ops/simd_exp.hpp"
 
 namespace tenfold::ops {
 namespace sc {
@@ -102,9 +103,13 @@ struct relu : unary<relu, category::arith> {
 struct exp : unary<exp> {
   TENFOLD_OP_NAME(exp);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::exp(x); }
-  // xsimd::exp flushes results in the subnormal range to zero and, in float, overflows early (from
-  // 88.38, not 88.72): the lanes in those two narrow ranges take std::exp. One test per batch otherwise.
+  // AVX-512 floats: ops/simd_exp.hpp. Otherwise xsimd::exp, which flushes results in the subnormal
+  // range to zero and, in float, overflows early (from 88.38, not 88.72): the lanes in those two narrow
+  // ranges take std::exp. One test per batch otherwise.
   template <class B> static B simd(const B& x) {
+#if defined(__AVX512F__)
+    if constexpr (sc::avx512_float_v<B>) return B(sc::exp_avx512(x));
+#endif
     using T = typename B::value_type;
     using lim = std::numeric_limits<T>;
     const B r = xsimd::exp(x);
