@@ -175,3 +175,32 @@ TEST_CASE("softmax of a streamed output: pipelined rows give the single-row bits
   CHECK(std::isnan(p(6, 0)));
   CHECK(p(rows - 1, 17) == 1.0f);
 }
+
+// The tee is recognised from the types, and two tensors of one type look alike: exp(a) over the row sum
+// of exp(b) must divide by b's sums, not by the sums of the values it just computed from a. Both the
+// row-at-a-time path (small) and the whole-rows path (streamed output) are checked against double loops.
+template <index_t Rows, index_t Cols>
+void check_other_tensors_sum() {
+  using S = shape<Rows, Cols>;
+  rng g(35);
+  Tensor<float, S> a = normal<S>(g, 0.0f, 1.0f), b = normal<S>(g, 2.0f, 1.0f);
+  Tensor<float, S> r = exp(a) / sum(exp(b), axis<1>, keepdims);
+  Tensor<float, S> same = exp(a) / sum(exp(a), axis<1>, keepdims); // the tee: still right
+  int bad = 0;
+  for (index_t i = 0; i < Rows; i += 1 + Rows / 16) {
+    double sb = 0, sa = 0;
+    for (index_t j = 0; j < Cols; ++j) {
+      sb += std::exp(double(b(i, j)));
+      sa += std::exp(double(a(i, j)));
+    }
+    for (index_t j = 0; j < Cols; j += 7) {
+      bad += !(std::abs(r(i, j) - std::exp(double(a(i, j))) / sb) <= 1e-5 * std::exp(double(a(i, j))) / sb);
+      bad += !(std::abs(same(i, j) - std::exp(double(a(i, j))) / sa) <= 1e-5 * std::exp(double(a(i, j))) / sa);
+    }
+  }
+  CHECK(bad == 0);
+}
+TEST_CASE("a row sum over another tensor of the same type is not taken for the tail's own values", "[rewrite]") {
+  check_other_tensors_sum<6, 1000>();
+  check_other_tensors_sum<720, 3001>(); // streamed output: whole rows per thread
+}

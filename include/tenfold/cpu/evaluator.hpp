@@ -120,7 +120,7 @@ void run_elementwise(const Dst& dst, const N& n) {
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
       if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
-        if (j == 0 && stop == inner) { // E once per element
+        if (j == 0 && stop == inner && tee_same_values(n)) { // E once per element
           index_t o = 0;
           for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
           return run_tee_rows<K, L, false>(dst, n, o, o + 1);
@@ -161,9 +161,19 @@ void run_elementwise(const Dst& dst, const N& n) {
       else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
     } else if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
       // Whole rows per thread: each row prefetches the next, and a streamed row's stores overlap the
-      // next row's compute.
+      // next row's compute. (Where the reduction turns out to read other tensors than the tail, rows
+      // go one at a time through `row`, which then takes the ordinary path.)
+      const bool tee = tee_same_values(n);
       parallel_for(outer, std::max<index_t>(1, parallel_grain / inner), 1, [&](index_t o0, index_t o1) {
-        run_tee_rows<K, L, stream>(dst, n, o0, o1);
+        if (tee) {
+          run_tee_rows<K, L, stream>(dst, n, o0, o1);
+        } else {
+          index_array i{};
+          for (index_t o = o0; o < o1; ++o) {
+            detail::unravel<shape_from<prefix_dims<S, K>()>>(o, i.data());
+            row(i.data(), 0, inner);
+          }
+        }
         if constexpr (stream) stream_fence();
       });
     } else if constexpr (S::size <= parallel_grain) {

@@ -5,6 +5,8 @@
 // the row is still in L1/L2. Recognised from the types alone: op(E, f(broadcast(reduce(E) over the last
 // axis))) with f the identity or one unary op, E not a plain tensor. Values are bitwise those of the
 // two-pass evaluation (same E, same reduction order, same tail).
+#include <cstring>
+
 #include "tenfold/cpu/reduce.hpp"
 
 namespace tenfold::cpu {
@@ -95,6 +97,24 @@ constexpr bool tee_fusable() {
       }
     }
   }
+}
+
+// The types say that the tail reads the very values the reduction reduces, but two tensors of one type
+// say so too (exp(a) / sum(exp(b)) with a and b alike): the two subtrees must also hold the same
+// operands. Nodes are plain aggregates of pointers and numbers, so equal bytes mean the same values
+// (unequal padding only sends a row down the ordinary path).
+template <class N>
+bool tee_same_values(const N& n) {
+  using C = std::tuple_element_t<1, decltype(N::args)>;
+  using V = typename tee_view<C>::type;
+  const auto& c = std::get<1>(n.args);
+  const V* v;
+  if constexpr (std::is_same_v<C, V>) v = &c;
+  else v = &std::get<0>(c.args);
+  const auto& e = std::get<0>(n.args);
+  const auto& reduced = v->arg.arg;
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(reduced)>, std::remove_cvref_t<decltype(e)>>);
+  return std::memcmp(static_cast<const void*>(&e), static_cast<const void*>(&reduced), sizeof(e)) == 0;
 }
 
 // The tail of a row whose reduction is done: dst[j] = op(E[j], r), E read back from where the tee
