@@ -7,20 +7,7 @@
 
 using namespace tenfold;
 
-namespace {
-// Relative error against max(|value|, scale), NaN matching NaN.
-template <class T, class S>
-void check_close(const Tensor<T, S>& cpu, const Tensor<T, S>& got, double rel, const std::string& what, double scale = 1.0) {
-  double worst = 0;
-  for (index_t i = 0; i < S::size; ++i) {
-    const double a = double(cpu.data()[i]), b = double(got.data()[i]);
-    const double err = (std::isnan(a) && std::isnan(b)) || a == b ? 0 : std::fabs(a - b) / std::max(std::fabs(a), scale);
-    worst = std::max(worst, err);
-  }
-  INFO(what << ": worst relative error " << worst);
-  CHECK(worst <= rel);
-}
-} // namespace
+using test::check_close;
 
 TEST_CASE("l2_normalize, batch_norm, the losses and dropout match the CPU") {
   TENFOLD_REQUIRE_DEVICE();
@@ -35,23 +22,23 @@ TEST_CASE("l2_normalize, batch_norm, the losses and dropout match the CPU") {
 
   cuda::Tensor<float, S> o;
   o = l2_normalize(dx.expr());
-  check_close(Tensor<float, S>(l2_normalize(x)), cuda::to_host(o), 1e-6, "l2_normalize");
+  check_close(Tensor<float, S>(l2_normalize(x)), cuda::to_host(o), 1e-6, "l2_normalize", 1.0);
 
   cuda::Tensor<float> loss;
   loss = nll_loss(log_softmax(dx.expr()), dl.expr());
-  check_close(Tensor<float>(nll_loss(log_softmax(x), labels)), cuda::to_host(loss), 1e-6, "nll_loss");
+  check_close(Tensor<float>(nll_loss(log_softmax(x), labels)), cuda::to_host(loss), 1e-6, "nll_loss", 1.0);
   loss = mse_loss(dx.expr(), dy.expr());
-  check_close(Tensor<float>(mse_loss(x, y)), cuda::to_host(loss), 1e-6, "mse_loss");
+  check_close(Tensor<float>(mse_loss(x, y)), cuda::to_host(loss), 1e-6, "mse_loss", 1.0);
   loss = l1_loss(dx.expr(), dy.expr());
-  check_close(Tensor<float>(l1_loss(x, y)), cuda::to_host(loss), 1e-6, "l1_loss");
+  check_close(Tensor<float>(l1_loss(x, y)), cuda::to_host(loss), 1e-6, "l1_loss", 1.0);
   loss = kl_div(log_softmax(dx.expr()), softmax(dy.expr()));
-  check_close(Tensor<float>(kl_div(log_softmax(x), softmax(y))), cuda::to_host(loss), 1e-5, "kl_div");
+  check_close(Tensor<float>(kl_div(log_softmax(x), softmax(y))), cuda::to_host(loss), 1e-5, "kl_div", 1.0);
 
   // Dropout: the mask comes from the counter-based generator, so the same seed gives the same mask.
   rng cpu_gen(77), gpu_gen(77);
   const Tensor<float, S> cpu_drop = dropout(x, 0.3f, cpu_gen);
   o = dropout(dx.expr(), 0.3f, gpu_gen);
-  check_close(cpu_drop, Tensor<float, S>(cuda::to_host(o)), 0, "dropout");
+  check_close(cpu_drop, Tensor<float, S>(cuda::to_host(o)), 0, "dropout", 1.0);
   index_t dropped = 0;
   for (index_t i = 0; i < S::size; ++i) dropped += cpu_drop.data()[i] == 0.0f;
   CHECK(dropped > S::size / 5); // about 30% of 240 are zero: the mask is not all-keep
@@ -71,11 +58,11 @@ TEST_CASE("l2_normalize, batch_norm, the losses and dropout match the CPU") {
   const auto dbet = cuda::to_device(beta);
   cuda::Tensor<float, X4> bn;
   bn = batch_norm(dx4.expr(), dm.expr(), dv.expr(), dgam.expr(), dbet.expr());
-  check_close(Tensor<float, X4>(batch_norm(x4, mean, var, gamma, beta)), cuda::to_host(bn), 1e-6, "batch_norm NCHW");
+  check_close(Tensor<float, X4>(batch_norm(x4, mean, var, gamma, beta)), cuda::to_host(bn), 1e-6, "batch_norm NCHW", 1.0);
   using X4l = shape<2, 5, 7, 3>;
   const auto x4l = test::random_tensor<float, X4l>(-2, 2, 38);
   const auto dx4l = cuda::to_device(x4l);
   cuda::Tensor<float, X4l> bnl;
   bnl = batch_norm<-1>(dx4l.expr(), dm.expr(), dv.expr(), dgam.expr(), dbet.expr());
-  check_close(Tensor<float, X4l>(batch_norm<-1>(x4l, mean, var, gamma, beta)), cuda::to_host(bnl), 1e-6, "batch_norm NHWC");
+  check_close(Tensor<float, X4l>(batch_norm<-1>(x4l, mean, var, gamma, beta)), cuda::to_host(bnl), 1e-6, "batch_norm NHWC", 1.0);
 }

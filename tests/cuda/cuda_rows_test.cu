@@ -5,19 +5,7 @@
 using namespace tenfold;
 
 namespace {
-// Relative error, measured against max(|value|, scale): a value much smaller than the scale its
-// computation works at (a normalised output near zero) is compared at that scale.
-template <class T, class S>
-void check_close(const Tensor<T, S>& cpu, const Tensor<T, S>& got, double rel, const char* what, double scale = 1e-3) {
-  double worst = 0;
-  for (index_t i = 0; i < S::size; ++i) {
-    const double a = double(cpu.data()[i]), b = double(got.data()[i]);
-    const double err = (std::isnan(a) && std::isnan(b)) ? 0 : std::fabs(a - b) / std::max(1e-30, std::max(std::fabs(a), scale));
-    worst = std::max(worst, err);
-  }
-  INFO(what << ": worst relative error " << worst);
-  CHECK(worst <= rel);
-}
+using test::check_close;
 
 // Rows short enough for a warp each, and long enough for a block each.
 template <index_t Rows, index_t Cols>

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 // A test that needs a device says so, visibly, and passes, where there is none (CI, build machines).
 #define TENFOLD_REQUIRE_DEVICE()                                    \
@@ -36,5 +37,23 @@ double ulps_apart(double a, double b) {
   if (std::isinf(a) || std::isinf(b)) return INFINITY;
   const double scale = std::max({std::fabs(a), std::fabs(b), double(std::numeric_limits<T>::min())});
   return std::fabs(a - b) / (scale * double(std::numeric_limits<T>::epsilon()));
+}
+
+// The worst relative error of `got` against `cpu`, measured against max(|value|, scale): a value much
+// smaller than the scale its computation works at (a normalised output near zero, an average of inputs
+// of magnitude ~scale) is compared at that scale. Equal values (infinities too) and NaN against NaN
+// match; NaN against a number does not.
+template <class T, class S>
+void check_close(const Tensor<T, S>& cpu, const Tensor<T, S>& got, double rel, const std::string& what, double scale = 1e-3) {
+  double worst = 0;
+  for (index_t i = 0; i < S::size; ++i) {
+    const double a = double(cpu.data()[i]), b = double(got.data()[i]);
+    double err = 0;
+    if (std::isnan(a) || std::isnan(b)) err = std::isnan(a) && std::isnan(b) ? 0 : INFINITY;
+    else if (a != b) err = std::fabs(a - b) / std::max(std::fabs(a), scale);
+    worst = std::max(worst, err);
+  }
+  INFO(what << ": worst relative error " << worst);
+  CHECK(worst <= rel);
 }
 } // namespace tenfold::test
