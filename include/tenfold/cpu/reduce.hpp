@@ -2,6 +2,8 @@
 // Reduction and scan kernels. Sums are pairwise over fixed 1024-element blocks, each block vectorised
 // with several accumulators, so `sum` of 10^7 floats stays within ~1e-7 of the exact value, and the
 // tree's shape depends only on the extent: results are identical for any thread count.
+#include <bit>
+
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
 
@@ -24,9 +26,47 @@ inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> &&
   Op::simd_merge(b, b);
 };
 
+// The lanes of a batch merged as a tree, lane[k] = merge(lane[k], lane[k + step]) for step = w/2, ...,
+// 1: log2(w) dependent steps. In registers where the ISA has xsimd's swizzle (a block's last step would
+// otherwise be a store and a chain of store-forwarded scalar loads, per 1024-element block); the
+// same merges of the same values either way.
+template <class I, index_t S, std::size_t... K>
+auto lane_shift_mask(std::index_sequence<K...>) {
+  using U = std::conditional_t<sizeof(I) == 4, std::uint32_t, std::uint64_t>;
+  return xsimd::batch_constant<xsimd::batch<U, typename batch<I>::arch_type>, U((K + S) % sizeof...(K))...>{};
+}
+template <class I, index_t S>
+using lane_shift_t = decltype(lane_shift_mask<I, S>(std::make_index_sequence<std::size_t(lanes<I>)>{}));
+template <class I>
+inline constexpr bool has_lane_swizzle =
+    (sizeof(I) == 4 || sizeof(I) == 8) && lanes<I> > 1 &&
+    requires(batch<I> b) { xsimd::kernel::swizzle(b, lane_shift_t<I, 1>{}, typename batch<I>::arch_type{}); };
+
+template <class Op, class I>
+TENFOLD_INLINE I merge_lanes(batch<I> v) {
+  constexpr index_t w = lanes<I>;
+  if constexpr (has_lane_swizzle<I>) {
+    [&]<std::size_t... P>(std::index_sequence<P...>) {
+      ((v = Op::simd_merge(v, xsimd::kernel::swizzle(v, lane_shift_t<I, (w >> (P + 1))>{}, typename batch<I>::arch_type{}))), ...);
+    }(std::make_index_sequence<std::size_t(std::countr_zero(std::size_t(w)))>{});
+    alignas(default_alignment) I lane[w];
+    v.store_aligned(lane);
+    return lane[0];
+  } else {
+    alignas(default_alignment) I lane[w];
+    v.store_aligned(lane);
+    for (index_t step = w / 2; step >= 1; step /= 2)
+      for (index_t k = 0; k < step; ++k) lane[k] = Op::merge(lane[k], lane[k + step]);
+    return lane[0];
+  }
+}
+
 // Reduce positions [lo, hi) of a run (at most one block) starting at reduced position `base`.
 template <class Op, class I, class A, class Row>
-TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_t base) {
+TENFOLD_INLINE A reduce_block_run(const Row& row_in, index_t lo, index_t hi, index_t base) {
+  // A local copy: a row that also stores what it reads (cpu/row_tee.hpp) would otherwise make the
+  // compiler reload every pointer and scalar of the row after each of its (may-alias) vector stores.
+  const Row row = row_in;
   // An op whose accumulator is not one vector (logsumexp's running max and sum) may reduce a whole
   // block itself.
   if constexpr (lane_type_v<I> && std::is_same_v<decltype(row.load(0)), batch<I>> &&
@@ -45,22 +85,33 @@ TENFOLD_INLINE A reduce_block_run(const Row& row, index_t lo, index_t hi, index_
         a3 = Op::simd_combine(a3, row.load(j + 3 * w));
       }
       for (; j + w <= hi; j += w) a0 = Op::simd_combine(a0, row.load(j));
-      alignas(default_alignment) I lane[w];
-      Op::simd_merge(Op::simd_merge(a0, a1), Op::simd_merge(a2, a3)).store_aligned(lane);
-      // Lanes merge as a tree: log2(w) dependent steps instead of w.
-      for (index_t step = w / 2; step >= 1; step /= 2)
-        for (index_t k = 0; k < step; ++k) lane[k] = Op::merge(lane[k], lane[k + step]);
-      acc = Op::merge(acc, lane[0]);
+      acc = Op::merge(acc, merge_lanes<Op>(Op::simd_merge(Op::simd_merge(a0, a1), Op::simd_merge(a2, a3))));
     }
   }
   for (; j < hi; ++j) acc = Op::combine(acc, static_cast<I>(row.scalar(j)), base + j);
   return acc;
 }
 
-// Pairwise tree over the blocks [b0, b1) of a run of length n.
+// Pairwise tree over already reduced blocks part[b0, b1).
+template <class Op, class A>
+A merge_tree(const A* part, index_t b0, index_t b1) {
+  if (b1 - b0 == 1) return part[b0];
+  const index_t mid = b0 + (b1 - b0) / 2;
+  return Op::merge(merge_tree<Op>(part, b0, mid), merge_tree<Op>(part, mid, b1));
+}
+inline constexpr index_t reduce_tree_leaves = 64;
+
+// Pairwise tree over the blocks [b0, b1) of a run of length n. Up to 64 blocks are reduced in one
+// sweep first (no call between blocks), then merged along the same tree.
 template <class Op, class I, class A, class Row>
 A reduce_tree(const Row& row, index_t b0, index_t b1, index_t n, index_t base) {
   if (b1 - b0 == 1) return reduce_block_run<Op, I, A>(row, b0 * reduce_block, std::min(n, b1 * reduce_block), base);
+  if (b1 - b0 <= reduce_tree_leaves) {
+    A part[reduce_tree_leaves];
+    for (index_t b = b0; b < b1; ++b)
+      part[b - b0] = reduce_block_run<Op, I, A>(row, b * reduce_block, std::min(n, (b + 1) * reduce_block), base);
+    return merge_tree<Op>(part, 0, b1 - b0);
+  }
   const index_t mid = b0 + (b1 - b0) / 2;
   return Op::merge(reduce_tree<Op, I, A>(row, b0, mid, n, base), reduce_tree<Op, I, A>(row, mid, b1, n, base));
 }

@@ -15,29 +15,34 @@ namespace tenfold::cpu {
 // exp sweep) then overlaps the memory traffic of the next, which would otherwise start only when that
 // row's first sweep misses in the cache. Row-constant subtrees (the broadcast reductions) read the same
 // leaves and are skipped.
+template <int K, class N>
+constexpr int count_row_leaves() {
+  if constexpr (detail::is_leaf_v<N>) return run_stride<N, K>() == 1 ? 1 : 0;
+  else if constexpr (detail::is_map_node_v<N> && !row_constant<N, K>())
+    return []<class... C>(std::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
+  else return 0;
+}
+// Count and cache level are compile-time constants, so the touches unroll into registers.
+template <int Count, bool ToL1>
 struct row_prefetch {
-  static constexpr int max_leaves = 4;
-  const char* p[max_leaves]{};
-  index_t bytes[max_leaves]{}; // element size
+  std::array<const char*, Count> p{};
+  std::array<index_t, Count> bytes{}; // element size
   int count = 0;
-  bool to_l1 = true;           // rows that fit L1 go there; longer ones to L2
   TENFOLD_INLINE void touch(index_t j) const {
-    for (int i = 0; i < count; ++i) {
-      if (to_l1) __builtin_prefetch(p[i] + j * bytes[i], 0, 3);
+    for (int i = 0; i < Count; ++i) {
+      if constexpr (ToL1) __builtin_prefetch(p[i] + j * bytes[i], 0, 3);
       else __builtin_prefetch(p[i] + j * bytes[i], 0, 2);
     }
   }
 };
-template <int K, class N>
-void collect_row_leaves(const N& n, const index_t* idx, row_prefetch& pf) {
+template <int K, class N, class P>
+void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
   if constexpr (detail::is_leaf_v<N>) {
     if constexpr (run_stride<N, K>() == 1) {
       index_t off = N::offset;
       for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
-      if (pf.count < row_prefetch::max_leaves) {
-        pf.p[pf.count] = reinterpret_cast<const char*>(n.data() + off);
-        pf.bytes[pf.count++] = index_t(sizeof(typename N::element_type));
-      }
+      pf.p[pf.count] = reinterpret_cast<const char*>(n.data() + off);
+      pf.bytes[pf.count++] = index_t(sizeof(typename N::element_type));
     }
   } else if constexpr (detail::is_map_node_v<N> && !row_constant<N, K>()) {
     std::apply([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
@@ -46,21 +51,23 @@ void collect_row_leaves(const N& n, const index_t* idx, row_prefetch& pf) {
 // Reads a row and keeps what it read in `out`. A reduction reads each position exactly once, so each
 // read is also the moment to prefetch that position of the next row (`ahead`) and to finish that
 // position of the previous row (`behind`: its tail, stored), spreading both over this row's compute.
-template <class Row, class T, class Behind>
+// Both are held by value: the reduction loop works on a local copy of the row (reduce_block_run), so
+// they stay in registers although each iteration stores through `out`.
+template <class Row, class T, class Ahead, class Behind>
 struct tee_row {
   Row src;
   T* out;
-  const row_prefetch* ahead;
-  const Behind* behind;
+  Ahead ahead;
+  Behind behind;
   TENFOLD_INLINE auto scalar(index_t j) const {
-    behind->finish(j, j + 1);
+    behind.finish(j, j + 1);
     const auto v = src.scalar(j);
     out[j] = static_cast<T>(v);
     return v;
   }
   TENFOLD_INLINE auto load(index_t j) const {
-    ahead->touch(j);
-    behind->finish(j, j + lanes<T>);
+    ahead.touch(j);
+    behind.finish(j, j + lanes<T>);
     const auto b = src.load(j);
     b.store_unaligned(out + j);
     return b;
@@ -151,22 +158,22 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
   using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
   const auto& e_node = std::get<0>(n.args);
+  // Rows that fit L1 are prefetched there; longer ones to L2.
+  using prefetch_t = row_prefetch<count_row_leaves<K, std::remove_cvref_t<decltype(e_node)>>(), inner * index_t(sizeof(T)) <= (index_t(16) << 10)>;
   alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];
   std::array<index_t, K + 1> idx{}, next{};
   const finish_t none{};
   finish_t behind{};
   for (index_t o = o0; o < o1; ++o) {
     detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());
-    row_prefetch ahead;
-    if (o + 1 < o1) {
-      detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1, next.data());
-      collect_row_leaves<K>(e_node, next.data(), ahead);
-      ahead.to_l1 = inner * index_t(sizeof(T)) <= (index_t(16) << 10);
-    }
+    // (The last row touches itself again: already cached, and no branch in the loop.)
+    detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1 < o1 ? o + 1 : o, next.data());
+    prefetch_t ahead;
+    collect_row_leaves<K>(e_node, next.data(), ahead);
     const auto d = make_row<K, L>(dst, idx.data());
     T* const e_out = pipelined ? stack_rows[(o - o0) & 1] : d.p;
     const auto e = make_row<K, L>(e_node, idx.data()); // (computes the row's max)
-    const tee_row<decltype(e), T, finish_t> t{e, e_out, &ahead, pipelined ? &behind : &none};
+    const tee_row<decltype(e), T, prefetch_t, finish_t> t{e, e_out, ahead, pipelined ? behind : none};
     const L acc = Op::merge(Op::template identity<L>(), reduce_tree<Op, L, L>(t, 0, blocks, inner, 0));
     auto r = static_cast<R>(Op::finalize(acc, Rd::count));
     if constexpr (!std::is_same_v<C, V>) r = static_cast<R>(C::op_type::template apply<typename C::value_type>(r));
