@@ -53,6 +53,13 @@ struct prod : reduction<prod, reduce_result::wide> {
   static constexpr bench_spec bench{.flops = 1};
 };
 // max/min propagate NaN like NumPy: once an accumulator is NaN it stays NaN.
+// xsimd's float/double max and min are the x86 instructions on SSE2, AVX and AVX-512 builds, which
+// return the second operand when either is NaN (Intel SDM, MAXPS/MINPS).
+template <class B>
+inline constexpr bool nan_second_max = std::is_floating_point_v<typename B::value_type> &&
+                                       (std::is_base_of_v<xsimd::sse2, typename B::arch_type> ||
+                                        std::is_base_of_v<xsimd::avx, typename B::arch_type> ||
+                                        std::is_base_of_v<xsimd::avx512f, typename B::arch_type>);
 struct max : reduction<max, reduce_result::same> {
   TENFOLD_OP_NAME(max);
   static constexpr bool needs_nonempty = true;
@@ -64,7 +71,12 @@ struct max : reduction<max, reduce_result::same> {
   template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x > acc || x != x) ? A(x) : acc; }
   template <class A> TENFOLD_HD static A merge(A a, A b) { return (b > a || b != b) ? b : a; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
-  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x > acc) || xsimd::isnan(x), x, acc); }
+  template <class B> static B simd_combine(const B& acc, const B& x) {
+    // x86's MAXPS/MAXPD return their second operand when either is NaN, so max(acc, x) is NaN when x
+    // is, and only a NaN acc needs the select: three instructions instead of four.
+    if constexpr (nan_second_max<B>) return xsimd::select(xsimd::isnan(acc), acc, xsimd::max(acc, x));
+    else return xsimd::select((x > acc) || xsimd::isnan(x), x, acc);
+  }
   template <class B> static B simd_merge(const B& a, const B& b) { return simd_combine(a, b); }
   static long double reference(const long double* x, index_t n) {
     long double m = x[0];
@@ -86,7 +98,10 @@ struct min : reduction<min, reduce_result::same> {
   template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return (x < acc || x != x) ? A(x) : acc; }
   template <class A> TENFOLD_HD static A merge(A a, A b) { return (b < a || b != b) ? b : a; }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
-  template <class B> static B simd_combine(const B& acc, const B& x) { return xsimd::select((x < acc) || xsimd::isnan(x), x, acc); }
+  template <class B> static B simd_combine(const B& acc, const B& x) {
+    if constexpr (nan_second_max<B>) return xsimd::select(xsimd::isnan(acc), acc, xsimd::min(acc, x)); // as max
+    else return xsimd::select((x < acc) || xsimd::isnan(x), x, acc);
+  }
   template <class B> static B simd_merge(const B& a, const B& b) { return simd_combine(a, b); }
   static long double reference(const long double* x, index_t n) {
     long double m = x[0];
