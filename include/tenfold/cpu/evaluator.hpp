@@ -118,6 +118,7 @@ void run_elementwise(const Dst& dst, const N& n) {
   else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
+    using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
       if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
         if (j == 0 && stop == inner && tee_same_values(n)) { // E once per element
@@ -128,10 +129,20 @@ void run_elementwise(const Dst& dst, const N& n) {
       }
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
-      if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);
+      if constexpr (vec && K > 0 && has_row_reduction<K, N>()) {
+        // The tail sweep prefetches the next row, which its reductions will read first.
+        using prefetch_t = row_prefetch<count_row_leaves<K, N>(), inner * index_t(sizeof(L)) <= (index_t(16) << 10)>;
+        index_array next{};
+        index_t o = 0;
+        for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
+        detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1 < outer ? o + 1 : o, next.data());
+        prefetch_t ahead;
+        collect_row_leaves<K>(n, next.data(), ahead);
+        const prefetching_row<decltype(s), prefetch_t> ps{s, ahead};
+        store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(ps), stream>(d, ps, j, stop);
+      } else if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);
       else store_run_scalar(d, s, j, stop);
     };
-    using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     index_array idx{};
     using D = typename Dst::value_type;
     if constexpr (vec && R >= 2 && has_transposed_leaf<N>() && std::is_same_v<D, L> &&

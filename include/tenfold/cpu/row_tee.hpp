@@ -48,6 +48,28 @@ void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
     std::apply([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
   }
 }
+// Does N hold a reduction computed once per row of a run over axes [K, rank)? Such a row is swept
+// more than once (the reductions, then the tail), and its first sweep would wait on memory.
+template <int K, class N>
+constexpr bool has_row_reduction() {
+  if constexpr (plan::constant_from<N>(K)) return true;
+  else if constexpr (detail::is_map_node_v<N>)
+    return []<class... C>(std::tuple<C...>*) { return (has_row_reduction<K, C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else return false;
+}
+// A row whose loads also prefetch the same positions of the next row (the tail sweep of a row-fused
+// expression other than the tee's: layer_norm, rms_norm).
+template <class Row, class Ahead>
+struct prefetching_row {
+  Row src;
+  Ahead ahead;
+  TENFOLD_INLINE auto scalar(index_t j) const { return src.scalar(j); }
+  TENFOLD_INLINE auto load(index_t j) const {
+    ahead.touch(j);
+    return src.load(j);
+  }
+};
+
 // Reads a row and keeps what it read in `out`. A reduction reads each position exactly once, so each
 // read is also the moment to prefetch that position of the next row (`ahead`) and to finish that
 // position of the previous row (`behind`: its tail, stored), spreading both over this row's compute.
