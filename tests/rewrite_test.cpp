@@ -204,3 +204,53 @@ TEST_CASE("a row sum over another tensor of the same type is not taken for the t
   check_other_tensors_sum<6, 1000>();
   check_other_tensors_sum<720, 3001>(); // streamed output: whole rows per thread
 }
+
+// A row's reductions are remembered while the row is evaluated (cpu/row_memo.hpp): two subtrees that
+// reduce the same operands share one sweep. Look-alike reductions (same type, other tensor) must not
+// share it, and nothing may outlive the row: a second evaluation after the input changed, and an
+// assignment in place, see the new values. Checked against double loops.
+template <index_t Rows, index_t Cols>
+void check_row_memo() {
+  using S = shape<Rows, Cols>;
+  rng g(36);
+  Tensor<float, S> a = normal<S>(g, 1.0f, 2.0f), b = normal<S>(g, -3.0f, 0.5f);
+  auto row_mean = [](const Tensor<float, S>& t, index_t i) {
+    double s = 0;
+    for (index_t j = 0; j < Cols; ++j) s += t(i, j);
+    return s / Cols;
+  };
+  int bad = 0;
+  auto expect = [&](const Tensor<float, S>& got, auto&& want) {
+    for (index_t i = 0; i < Rows; i += 1 + Rows / 16)
+      for (index_t j = 0; j < Cols; j += 5) bad += !(std::abs(got(i, j) - want(i, j)) <= 1e-4 * (1 + std::abs(want(i, j))));
+  };
+  // Look-alikes: mean(a) and mean(b) have one type.
+  Tensor<float, S> r = (a - mean(a, axis<1>, keepdims)) * (b - mean(b, axis<1>, keepdims));
+  expect(r, [&](index_t i, index_t j) { return (a(i, j) - row_mean(a, i)) * (b(i, j) - row_mean(b, i)); });
+  // layer_norm: mean(x) read by the tail and by the variance.
+  const auto gain = ones<float, shape<Cols>>();
+  const auto shift = zeros<float, shape<Cols>>();
+  auto ln_want = [&](const Tensor<float, S>& t) {
+    return [&t, &row_mean](index_t i, index_t j) {
+      const double m = row_mean(t, i);
+      double v = 0;
+      for (index_t k = 0; k < Cols; ++k) v += (t(i, k) - m) * (t(i, k) - m);
+      return (t(i, j) - m) / std::sqrt(v / Cols + 1e-5);
+    };
+  };
+  Tensor<float, S> y = layer_norm(a, gain, shift);
+  expect(y, ln_want(a));
+  // The same expression again after its input changed: no value survives from the first evaluation.
+  a = a * 3.0f + 7.0f;
+  y = layer_norm(a, gain, shift);
+  expect(y, ln_want(a));
+  // In place: the row's reductions are all taken before its stores begin.
+  Tensor<float, S> before = a;
+  a = layer_norm(a, gain, shift);
+  expect(a, ln_want(before));
+  CHECK(bad == 0);
+}
+TEST_CASE("a row's repeated reductions are computed once, and only for the same operands", "[rewrite]") {
+  check_row_memo<6, 1000>();
+  check_row_memo<96, 20000>(); // large enough for the thread pool and streamed stores
+}

@@ -127,6 +127,7 @@ void run_elementwise(const Dst& dst, const N& n) {
           return run_tee_rows<K, L, false>(dst, n, o, o + 1);
         }
       }
+      [[maybe_unused]] const std::conditional_t<has_row_reduction<K, N>(), row_memo_scope, no_memo_scope> memo; // each reduction once per row
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
       if constexpr (vec && K > 0 && has_row_reduction<K, N>()) {

@@ -9,6 +9,7 @@
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/ops/descriptor.hpp"
+#include "tenfold/cpu/row_memo.hpp"
 #include "tenfold/cpu/transpose.hpp"
 #include "tenfold/plan/fusion.hpp"
 
@@ -277,7 +278,7 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     std::array<index_t, Rd::rank + 1> in{};
     for (int i = 0; i < K; ++i) out[i] = idx[i];
     N::map_type::map(out.data(), in.data());
-    const auto acc = reduce_one(n.arg, in.data(), false);
+    const auto acc = memo_reduce<Rd, Rd::rank>(n.arg, in.data(), [&] { return reduce_one(n.arg, in.data(), false); });
     return scalar_row<typename N::value_type, L>{
         static_cast<compute_t<typename N::value_type>>(Rd::op_type::finalize(acc, Rd::count))};
   } else if constexpr (K == N::rank - 1 && window_row_ok<N, L>()) {
