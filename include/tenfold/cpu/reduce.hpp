@@ -2,8 +2,6 @@
 // Reduction and scan kernels. Sums are pairwise over fixed 1024-element blocks, each block vectorised
 // with several accumulators, so `sum` of 10^7 floats stays within ~1e-7 of the exact value, and the
 // tree's shape depends only on the extent: results are identical for any thread count.
-#include <bit>
-
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
 
@@ -26,39 +24,45 @@ inline constexpr bool simd_reducible = lane_type_v<I> && std::is_same_v<A, I> &&
   Op::simd_merge(b, b);
 };
 
+// lane_shift<I, S>::type: the swizzle moving lane k + S to lane k (wrapping around).
+template <class I, index_t S, class Seq = std::make_index_sequence<std::size_t(lanes<I>)>>
+struct lane_shift;
+template <class I, index_t S, std::size_t... K>
+struct lane_shift<I, S, std::index_sequence<K...>> {
+  using U = std::conditional_t<sizeof(I) == 4, std::uint32_t, std::uint64_t>;
+  using type = xsimd::batch_constant<xsimd::batch<U, typename batch<I>::arch_type>, U((K + S) % sizeof...(K))...>;
+};
+// (Only lane types of 4 and 8 bytes reach it: simd_reducible.)
+template <class I>
+inline constexpr bool has_lane_swizzle = requires(batch<I> b) {
+  xsimd::kernel::swizzle(b, typename lane_shift<I, 1>::type{}, typename batch<I>::arch_type{});
+};
+// Steps S, S/2, ..., 1 of the tree.
+template <class Op, class I, index_t S>
+TENFOLD_INLINE batch<I> merge_lanes_from(batch<I> v) {
+  if constexpr (S == 0) return v;
+  else {
+    v = Op::simd_merge(v, xsimd::kernel::swizzle(v, typename lane_shift<I, S>::type{}, typename batch<I>::arch_type{}));
+    return merge_lanes_from<Op, I, S / 2>(v);
+  }
+}
+
 // The lanes of a batch merged as a tree, lane[k] = merge(lane[k], lane[k + step]) for step = w/2, ...,
 // 1: log2(w) dependent steps. In registers where the ISA has xsimd's swizzle (a block's last step would
 // otherwise be a store and a chain of store-forwarded scalar loads, per 1024-element block); the
 // same merges of the same values either way.
-template <class I, index_t S, std::size_t... K>
-auto lane_shift_mask(std::index_sequence<K...>) {
-  using U = std::conditional_t<sizeof(I) == 4, std::uint32_t, std::uint64_t>;
-  return xsimd::batch_constant<xsimd::batch<U, typename batch<I>::arch_type>, U((K + S) % sizeof...(K))...>{};
-}
-template <class I, index_t S>
-using lane_shift_t = decltype(lane_shift_mask<I, S>(std::make_index_sequence<std::size_t(lanes<I>)>{}));
-template <class I>
-inline constexpr bool has_lane_swizzle =
-    (sizeof(I) == 4 || sizeof(I) == 8) && lanes<I> > 1 &&
-    requires(batch<I> b) { xsimd::kernel::swizzle(b, lane_shift_t<I, 1>{}, typename batch<I>::arch_type{}); };
-
 template <class Op, class I>
 TENFOLD_INLINE I merge_lanes(batch<I> v) {
   constexpr index_t w = lanes<I>;
+  alignas(default_alignment) I lane[w];
   if constexpr (has_lane_swizzle<I>) {
-    [&]<std::size_t... P>(std::index_sequence<P...>) {
-      ((v = Op::simd_merge(v, xsimd::kernel::swizzle(v, lane_shift_t<I, (w >> (P + 1))>{}, typename batch<I>::arch_type{}))), ...);
-    }(std::make_index_sequence<std::size_t(std::countr_zero(std::size_t(w)))>{});
-    alignas(default_alignment) I lane[w];
-    v.store_aligned(lane);
-    return lane[0];
+    merge_lanes_from<Op, I, w / 2>(v).store_aligned(lane);
   } else {
-    alignas(default_alignment) I lane[w];
     v.store_aligned(lane);
     for (index_t step = w / 2; step >= 1; step /= 2)
       for (index_t k = 0; k < step; ++k) lane[k] = Op::merge(lane[k], lane[k + step]);
-    return lane[0];
   }
+  return lane[0];
 }
 
 // Reduce positions [lo, hi) of a run (at most one block) starting at reduced position `base`.
