@@ -50,7 +50,9 @@ struct encoder_block {
     });
   }
 
-  auto forward(const tenfold::Tensor<float, tenfold::shape<S, D>>& x) const {
+  // x: a Tensor<float, shape<S, D>>, or any expression of that shape (a layer of a chain, deep_models.hpp).
+  template <class X>
+  auto forward(const X& x) const {
     using namespace tenfold;
     return let(x + attention(layer_norm(x, ln1_g, ln1_b)), [this](const auto& x1) {
       return x1 + linear(gelu(linear(layer_norm(x1, ln2_g, ln2_b), w_1, b_1)), w_2, b_2);

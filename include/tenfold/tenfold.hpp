@@ -4,6 +4,7 @@
 #include "tenfold/core/views.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/chain.hpp"
 #include "tenfold/ops/api.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/composites.hpp"

@@ -67,7 +67,7 @@ struct attention_node : node_tag {
     }
   }
   std::tuple<CQ, CK, CV> args;
-  double scale;
+  double scale = 0;
 
   // Operand multi-index for output index `out` (batch axes broadcast from the right).
   template <class S>
@@ -78,7 +78,7 @@ struct attention_node : node_tag {
   }
 
   template <class... C>
-  auto with_operands(std::tuple<C...>&& ops) const {
+  constexpr auto with_children(std::tuple<C...>&& ops) const {
     return attention_node<C..., Causal>{{}, std::move(ops), scale};
   }
 

@@ -110,9 +110,11 @@ struct conv2d_node : node_tag {
   using shape_type = std::conditional_t<nhwc, shape<N, OH, OW, OC>, shape<N, OC, OH, OW>>;
   static constexpr int rank = 4;
   std::tuple<CX, CW> args;
-  // The same node over other operands (the evaluators prepare them into strided leaves).
+  // The same node over other operands (the walk prepares them into strided leaves).
   template <class... C>
-  using with_operands = conv2d_node<C..., G>;
+  constexpr auto with_children(std::tuple<C...>&& c) const {
+    return conv2d_node<C..., G>{{}, std::move(c)};
+  }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
     using A = compute_t<value_type>;

@@ -53,7 +53,7 @@ namespace detail {
 // never dangles.
 template <class T>
 struct ref_holder {
-  T* ptr;
+  T* ptr = nullptr;
   TENFOLD_HD T* data() const { return ptr; }
 };
 template <class Tn>
@@ -62,6 +62,13 @@ struct own_holder {
   auto* data() const { return tensor.data(); }
   auto* data() { return tensor.data(); }
 };
+
+// Does a holder own its storage (a temporary tensor moved into the expression)? Such storage may move
+// with the expression, so it is never bound in place (core/let.hpp).
+template <class H>
+inline constexpr bool owns_storage_v = false;
+template <class Tn>
+inline constexpr bool owns_storage_v<own_holder<Tn>> = true;
 
 template <class T, class S, auto Strides, index_t Offset, class Holder>
 struct leaf : node_tag {
@@ -72,6 +79,7 @@ struct leaf : node_tag {
   static constexpr std::array<index_t, S::rank> strides = Strides;
   static constexpr index_t offset = Offset;
   static constexpr bool contiguous = Offset == 0 && Strides == strides_of<S>;
+  using holder_type = Holder;
   Holder holder;
 
   TENFOLD_HD T* data() const { return const_cast<T*>(holder.data()); }
@@ -101,7 +109,7 @@ struct scalar_node : node_tag {
   using value_type = T;
   using shape_type = S;
   static constexpr int rank = S::rank;
-  compute_t<T> value;
+  compute_t<T> value{};
   TENFOLD_HD compute_t<T> at(const index_t*) const { return value; }
   static std::string str() { return std::string(dtype_name<T>()); }
 };
@@ -121,6 +129,11 @@ struct map_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static_assert((std::is_same_v<typename C::shape_type, shape_type> && ...));
   std::tuple<C...> args;
+  // The same node over other children (every node with children declares this; plan/walk.hpp).
+  template <class... D>
+  constexpr auto with_children(std::tuple<D...>&& c) const {
+    return map_node<Op, D...>{{}, std::move(c)};
+  }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
     return std::apply([&](const auto&... c) { return compute_t<value_type>(Op::template apply<value_type>(c.at(idx)...)); }, args);

@@ -50,11 +50,15 @@ struct let_node : node_tag {
   // A value that is already a contiguous tensor is read in place; anything else (including a temporary
   // tensor the let owns, which may move) gets a buffer.
   static constexpr bool in_place = [] {
-    if constexpr (is_leaf_v<V>) return V::contiguous && !requires(V v) { v.holder.tensor; };
+    if constexpr (is_leaf_v<V>) return V::contiguous && !owns_storage_v<typename V::holder_type>;
     else return false;
   }();
   V value;
   B body;
+  template <class V2, class B2>
+  constexpr auto with_children(std::tuple<V2, B2>&& c) const {
+    return let_node<Tag, V2, B2>{{}, std::get<0>(std::move(c)), std::get<1>(std::move(c))};
+  }
 
   static std::string str() { return "let(" + V::str() + ") in " + B::str(); }
 };
@@ -64,15 +68,6 @@ inline constexpr bool is_let_node_v = false;
 template <class Tag, class V, class B>
 inline constexpr bool is_let_node_v<let_node<Tag, V, B>> = true;
 
-// Does the subtree hold a let anywhere? (Views of such subtrees must be looked into.)
-template <class N>
-constexpr bool contains_let() {
-  if constexpr (is_let_node_v<N>) return true;
-  else if constexpr (requires { N::args; })
-    return []<class... C>(std::tuple<C...>*) { return (false || ... || contains_let<C>()); }(static_cast<decltype(N::args)*>(nullptr));
-  else if constexpr (requires { N::arg; }) return contains_let<std::remove_cvref_t<decltype(N::arg)>>();
-  else return false;
-}
 } // namespace tenfold::detail
 
 namespace tenfold {

@@ -46,9 +46,11 @@ struct matmul_node : node_tag {
   static constexpr index_t M = CA::shape_type::dims[CA::rank - 2], K = CA::shape_type::dims[CA::rank - 1],
                            N = CB::shape_type::dims[CB::rank - 1];
   std::tuple<CA, CB> args;
-  // The same node over other operands (the evaluators prepare them into strided leaves).
+  // The same node over other operands (the walk prepares them into strided leaves).
   template <class... C>
-  using with_operands = matmul_node<C...>;
+  constexpr auto with_children(std::tuple<C...>&& c) const {
+    return matmul_node<C...>{{}, std::move(c)};
+  }
 
   // Operand multi-index for output index `out` (batch axes broadcast from the right).
   template <class S>

@@ -47,6 +47,10 @@ struct reduce_node : node_tag {
   static constexpr index_t count = reduced_count<input_shape, Mask>(); // elements per output
   static_assert(!Op::needs_nonempty || count > 0, "tenfold: this reduction has no identity; the reduced extent must be non-empty");
   C arg;
+  template <class D>
+  constexpr auto with_children(std::tuple<D>&& c) const {
+    return reduce_node<Op, D, Mask, Keep>{{}, std::get<0>(std::move(c))};
+  }
 
   // Input multi-index of output `out` with the reduced axes at zero.
   TENFOLD_HD static void base_index(const index_t* out, index_t* in) {
@@ -91,6 +95,10 @@ struct scan_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static constexpr int axis = Axis;
   C arg;
+  template <class D>
+  constexpr auto with_children(std::tuple<D>&& c) const {
+    return scan_node<Op, D, Axis>{{}, std::get<0>(std::move(c))};
+  }
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
     index_t in[rank];
     for (int i = 0; i < rank; ++i) in[i] = out[i];
@@ -112,8 +120,13 @@ struct generator_node : node_tag {
   using value_type = T;
   using shape_type = S;
   static constexpr int rank = S::rank;
-  Gen gen;
+  Gen gen{};
   TENFOLD_HD compute_t<T> at(const index_t* idx) const { return static_cast<compute_t<T>>(gen(idx)); }
   static std::string str() { return std::string(Gen::name); }
 };
+
+template <class E>
+inline constexpr bool is_generator_node_v = false;
+template <class T, class S, class Gen>
+inline constexpr bool is_generator_node_v<generator_node<T, S, Gen>> = true;
 } // namespace tenfold::detail

@@ -120,6 +120,10 @@ struct view_node : node_tag {
   using shape_type = typename Map::out_shape;
   static constexpr int rank = shape_type::rank;
   C arg;
+  template <class D>
+  constexpr auto with_children(std::tuple<D>&& c) const {
+    return view_node<Map, D>{{}, std::get<0>(std::move(c))};
+  }
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
     index_t in[C::rank > 0 ? C::rank : 1];
     Map::map(idx, in);
@@ -239,7 +243,7 @@ constexpr int composable() {
 }
 
 template <class Map, class N>
-auto apply_view(N&& node) {
+constexpr auto apply_view(N&& node) {
   using D = std::remove_cvref_t<N>;
   using Out = typename Map::out_shape;
   static_assert(std::is_same_v<typename D::shape_type, typename Map::in_shape>);

@@ -56,7 +56,11 @@ struct pad_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static constexpr auto pads = Pads;
   C arg;
-  compute_t<value_type> value;
+  compute_t<value_type> value{};
+  template <class D>
+  constexpr auto with_children(std::tuple<D>&& c) const {
+    return pad_node<D, Pads>{{}, std::get<0>(std::move(c)), value};
+  }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
     index_t in[rank > 0 ? rank : 1];
@@ -68,6 +72,11 @@ struct pad_node : node_tag {
   }
   static std::string str() { return "pad(" + C::str() + ")"; }
 };
+
+template <class E>
+inline constexpr bool is_pad_node_v = false;
+template <class C, auto P>
+inline constexpr bool is_pad_node_v<pad_node<C, P>> = true;
 
 // ---- concat ----------------------------------------------------------------------------------------
 template <class... S>
@@ -131,6 +140,10 @@ struct concat_node : node_tag {
   static constexpr int axis = Axis;
   static constexpr auto bounds = concat_bounds<Axis, typename C::shape_type...>();
   std::tuple<C...> args;
+  template <class... D>
+  constexpr auto with_children(std::tuple<D...>&& c) const {
+    return concat_node<Axis, D...>{{}, std::move(c)};
+  }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
     index_t in[rank];
@@ -154,6 +167,11 @@ struct concat_node : node_tag {
     return convert<compute_t<value_type>>(std::get<I>(args).at(in));
   }
 };
+
+template <class E>
+inline constexpr bool is_concat_node_v = false;
+template <int A, class... C>
+inline constexpr bool is_concat_node_v<concat_node<A, C...>> = true;
 
 // ---- stack -----------------------------------------------------------------------------------------
 template <int Axis, class... S>

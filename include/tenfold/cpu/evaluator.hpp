@@ -4,6 +4,7 @@
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/trace.hpp"
+#include "tenfold/plan/aliasing.hpp"
 #include "tenfold/plan/arena.hpp"
 #include <memory>
 #include <new>
@@ -212,28 +213,6 @@ void run_elementwise(const Dst& dst, const N& n) {
   }
 }
 
-// ---- aliasing: a destination read through a different index map must not be overwritten early ----
-template <class Dst, class N>
-bool aliases(const Dst& dst, const N& n, bool opaque = false) {
-  if constexpr (detail::is_leaf_v<N>) {
-    if (static_cast<const void*>(n.data()) != static_cast<const void*>(dst.data())) return false;
-    if constexpr (N::rank == Dst::rank) {
-      if (!opaque && N::strides == Dst::strides && N::offset == Dst::offset) return false;
-    }
-    return true;
-  } else if constexpr (detail::is_map_node_v<N>) {
-    return std::apply([&](const auto&... c) { return (aliases(dst, c, opaque) || ...); }, n.args);
-  } else if constexpr (detail::is_let_node_v<N>) {
-    return aliases(dst, n.body, opaque); // the value is finished in its own buffer before dst is written
-  } else if constexpr (requires { n.arg; }) {
-    return aliases(dst, n.arg, true);
-  } else if constexpr (requires { n.args; }) {
-    return std::apply([&](const auto&... c) { return (aliases(dst, c, true) || ...); }, n.args);
-  } else {
-    return false;
-  }
-}
-
 template <class Dst, class N>
 void run(const Dst& dst, const N& n) {
 #if defined(TENFOLD_TRACE)
@@ -280,10 +259,8 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
   const auto out = as_destination(std::forward<Dst>(dst));
   using O = std::remove_const_t<decltype(out)>;
   using S = typename O::shape_type;
-  auto node = expand_to<S>(as_node(std::forward<Src>(src)));
-  const bool aliased = cpu::aliases(out, node);
-  const auto prepared = cpu::materialize_root(std::move(node), buffers);
-  if (aliased) {
+  const auto prepared = plan::prepare_root(expand_to<S>(as_node(std::forward<Src>(src))), buffers);
+  if (plan::aliases(out, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
     cpu::run(as_node(tmp), prepared);
@@ -303,7 +280,7 @@ void eval(Dst&& dst, Src&& src) {
   using P = arena_plan<N>;
   std::unique_ptr<std::byte[], detail::aligned_delete> block;
   if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
-  cpu::arena_buffers slots{block.get(), P::offsets.data()};
+  cpu::arena_buffers slots{block.get(), P::offsets.data(), P::buffers};
   detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }
 
@@ -320,7 +297,7 @@ void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
                 std::to_string(P::bytes));
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
     throw error("tenfold::eval: the arena must be 64-byte aligned");
-  cpu::arena_buffers slots{arena.data(), P::offsets.data()};
+  cpu::arena_buffers slots{arena.data(), P::offsets.data(), P::buffers};
   detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }
 } // namespace tenfold

@@ -35,7 +35,7 @@ class program {
 
   // One forward pass: state updates in order, then the result into `out`.
   void operator()(output_type& out, const Inputs&... in) {
-    cpu::arena_buffers slots{arena_, plan::arena::offsets.data()};
+    cpu::arena_buffers slots{arena_, plan::arena::offsets.data(), plan::buffers};
     auto f = model_->forward(in...);
     if constexpr (detail::is_sequence_v<decltype(f)>) {
       std::apply(

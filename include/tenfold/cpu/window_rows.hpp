@@ -16,14 +16,10 @@
 namespace tenfold::cpu {
 
 // ---- padded rows -----------------------------------------------------------------------------------
-template <class N>
-inline constexpr bool is_pad_node_v = false;
-template <class C, auto P>
-inline constexpr bool is_pad_node_v<detail::pad_node<C, P>> = true;
 
 template <class N>
 constexpr bool padded_view() {
-  if constexpr (plan::is_view_node_v<N>) return detail::is_strided_map_v<typename N::map_type> && is_pad_node_v<typename N::child_type>;
+  if constexpr (plan::is_view_node_v<N>) return detail::is_strided_map_v<typename N::map_type> && detail::is_pad_node_v<typename N::child_type>;
   else return false;
 }
 

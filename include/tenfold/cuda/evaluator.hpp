@@ -11,6 +11,7 @@
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
+#include "tenfold/plan/aliasing.hpp"
 #include "tenfold/cuda/rows.hpp"
 
 namespace tenfold::cuda {
@@ -18,12 +19,10 @@ namespace detail {
 
 // Every leaf of a tree handed to a kernel must refer to device memory.
 template <class N>
+struct is_host_leaf : std::bool_constant<tenfold::detail::is_leaf_v<N> && !is_device_leaf_v<N>> {};
+template <class N>
 constexpr bool device_tree() {
-  if constexpr (tenfold::detail::is_leaf_v<N>) return is_device_leaf_v<N>;
-  else if constexpr (requires { N::args; })
-    return []<class... C>(std::tuple<C...>*) { return (device_tree<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else if constexpr (requires { N::arg; }) return device_tree<std::remove_cvref_t<decltype(N::arg)>>();
-  else return true; // scalars, generators
+  return !tenfold::detail::any_node<is_host_leaf, N>();
 }
 
 // One thread per scanned line, walking it in order (a scan's combine is sequential by definition).
@@ -76,28 +75,6 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   else run_elementwise(dst, n, s);
 }
 
-// Does the destination's memory appear in the tree under another index map? (Host-side pointer check.)
-template <class Dst, class N>
-bool aliases(const Dst& dst, const N& n, bool opaque = false) {
-  if constexpr (tenfold::detail::is_leaf_v<N>) {
-    if (static_cast<const void*>(n.data()) != static_cast<const void*>(dst.data())) return false;
-    if constexpr (N::rank == Dst::rank) {
-      if (!opaque && N::strides == Dst::strides && N::offset == Dst::offset) return false;
-    }
-    return true;
-  } else if constexpr (tenfold::detail::is_map_node_v<N>) {
-    return std::apply([&](const auto&... c) { return (detail::aliases(dst, c, opaque) || ...); }, n.args);
-  } else if constexpr (tenfold::detail::is_let_node_v<N>) {
-    return aliases(dst, n.value, true) || aliases(dst, n.body, opaque);
-  } else if constexpr (requires { n.arg; }) {
-    return aliases(dst, n.arg, true);
-  } else if constexpr (requires { n.args; }) {
-    return std::apply([&](const auto&... c) { return (aliases(dst, c, true) || ...); }, n.args);
-  } else {
-    return false;
-  }
-}
-
 template <class X>
 auto device_destination(X&& x) {
   using D = std::remove_cvref_t<X>;
@@ -122,10 +99,9 @@ void eval_in(Dst&& dst, Src&& src, std::byte* arena, stream_ref s) {
   using S = typename O::shape_type;
   auto node = tenfold::detail::expand_to<S>(tenfold::detail::as_node(std::forward<Src>(src)));
   using P = arena_plan<decltype(node)>;
-  const bool aliased = aliases(out, node);
-  arena_slots slots{arena, P::offsets.data(), P::buffers};
-  const auto prepared = materialize_root(std::move(node), slots, s);
-  if (aliased) {
+  arena_slots slots{{}, arena, P::offsets.data(), P::buffers, s};
+  const auto prepared = plan::prepare_root(std::move(node), slots);
+  if (plan::aliases(out, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
     run(tmp.out(), prepared, s);

@@ -13,6 +13,7 @@
 // (16-byte accesses, the row kept in registers across passes); this kernel serves every other tree.
 #include <cuda_runtime.h>
 
+#include "tenfold/core/children.hpp"
 #include "tenfold/cuda/row_slots.hpp"
 #include "tenfold/cuda/rows_vector.hpp"
 
@@ -153,12 +154,10 @@ struct pointwise_body {
 
 // Does the tree hold a reduction anywhere (then pointwise_body, not indexed_body's plain `at`)?
 template <class N>
+struct is_reduction : std::bool_constant<tenfold::detail::is_reduce_node_v<N>> {};
+template <class N>
 constexpr bool holds_reduction() {
-  if constexpr (tenfold::detail::is_reduce_node_v<N>) return true;
-  else if constexpr (requires { N::args; })
-    return []<class... C>(std::tuple<C...>*) { return (false || ... || holds_reduction<C>()); }(static_cast<decltype(N::args)*>(nullptr));
-  else if constexpr (requires { N::arg; }) return holds_reduction<std::remove_cvref_t<decltype(N::arg)>>();
-  else return false;
+  return tenfold::detail::any_node<is_reduction, N>();
 }
 
 template <class Dst, class N>

@@ -13,7 +13,7 @@ namespace tenfold::cuda {
 // A leaf's holder for device memory: a plain pointer, trivially copyable into a kernel's arguments.
 template <class T>
 struct device_holder {
-  T* ptr;
+  T* ptr = nullptr;
   TENFOLD_HD T* data() const { return ptr; }
 };
 

@@ -1,172 +1,152 @@
 #pragma once
-// The compile-time arena planner. From an expression's type it lists every buffer that must
-// materialise (plan/fusion.hpp decides which), in the order the evaluator takes them, with its size and
-// its lifetime: from the step its loop nest runs to the step of the nest that reads it (steps are the
-// nests in execution order). Offsets are then assigned greedily by size — largest first, each at the
-// lowest address where it overlaps no buffer alive at the same time (the rule TFLite's planner uses; an
+// The compile-time arena planner. It is plan/walk.hpp's walk — the one the evaluators run — run at
+// compile time over a backend that counts: each buffer the walk takes gets a number, its size, and
+// a lifetime from the step its nest runs to the last step of a nest that reads it (steps are the
+// nests in execution order). So the planner and the evaluators take buffers in one order by
+// construction. Offsets are then assigned greedily by size — largest first, each at the lowest
+// address where it overlaps no buffer alive at the same time (the rule TFLite's planner uses; an
 // online first-fit in execution order is what costs other runtimes up to 2x). Two orderings are tried
 // and the smaller arena is kept. Everything is constexpr: `arena_plan<E>::bytes` can size static
 // storage or be checked with static_assert against a budget.
-#include "tenfold/core/let.hpp"
-#include "tenfold/plan/fusion.hpp"
+#include "tenfold/plan/walk.hpp"
 
 namespace tenfold::plan {
 
-inline constexpr int max_buffers = 128;
-inline constexpr int max_reads = 4 * max_buffers;
-inline constexpr int max_let_depth = 64;
+inline constexpr int max_buffers = 512;
 inline constexpr index_t arena_alignment = 64;
 
 struct buffer_record {
   index_t bytes = 0;
-  int own_nest = 0;
-  int first = 0, last = 0; // steps
-};
-struct read_record {
-  int buffer = 0, nest = 0;
+  int first = 0, last = 0; // steps: the nest that fills it, the last nest that reads it
 };
 
 struct arena_analysis {
   buffer_record buf[max_buffers]{};
   int count = 0;
-  read_record reads[max_reads]{};
-  int read_count = 0;
-  int scope[max_let_depth]{}; // the buffer each let in scope binds (-1: its value is read in place)
-  int nest_step[max_buffers + 1]{};
   int nests = 0;
   int steps = 0;
-
-  constexpr void read(int b, int nest) {
-    if (read_count >= max_reads) throw "tenfold: too many buffer reads for the arena planner";
-    reads[read_count++] = {b, nest};
-  }
 };
 
-// The lets in scope are a pack of tag types, outermost first (types compare exactly at compile time;
-// addresses of distinct objects do not, in every build mode). A placeholder reads the innermost let
-// with its tag: its depth in the pack indexes arena_analysis::scope.
-template <class T, class... Tags>
-constexpr int scope_depth() {
-  constexpr bool match[] = {std::is_same_v<T, Tags>..., false};
-  for (int i = int(sizeof...(Tags)) - 1; i >= 0; --i)
-    if (match[i]) return i;
-  return -1;
-}
-
-// A distinct address per type, for the evaluator's run-time scope (cpu/materialize.hpp).
-template <class T>
-inline constexpr char tag_id = 0;
-
-template <class N>
+template <class T, class S>
 constexpr index_t padded_bytes() {
-  const index_t b = N::shape_type::size * index_t(sizeof(typename N::value_type));
+  const index_t b = S::size * index_t(sizeof(T));
   return (b + arena_alignment - 1) / arena_alignment * arena_alignment;
 }
 
-template <class N, class... Tags> constexpr void visit(arena_analysis& a, int nest);
-template <class N, class... Tags> constexpr void visit_root(arena_analysis& a, int nest);
+// The storage of a leaf in the counting walk: which planned buffer it is (-1: not one).
+template <class T>
+struct counted_holder {
+  int buffer = -1;
+  constexpr T* data() const { return nullptr; }
+};
+template <class N>
+inline constexpr bool is_counted_leaf_v = false;
+template <class T, class S, auto St, index_t O, class U>
+inline constexpr bool is_counted_leaf_v<detail::leaf<T, S, St, O, counted_holder<U>>> = true;
 
-// A new buffer for H (taken before its inputs, as cpu/materialize.hpp does), filled by its own nest.
-template <class H, class... Tags>
-constexpr int new_buffer(arena_analysis& a) {
-  if (a.count >= max_buffers) throw "tenfold: too many materialised buffers for the arena planner";
-  const int b = a.count++, k = a.nests++;
-  a.buf[b] = {padded_bytes<H>(), k};
-  visit_root<H, Tags...>(a, k);
-  a.nest_step[k] = a.steps++;
-  return b;
-}
-template <class H, class... Tags>
-constexpr void visit_buffer(arena_analysis& a, int nest) {
-  a.read(new_buffer<H, Tags...>(a), nest);
-}
+// The walk's backend at compile time: it numbers buffers as they are taken, gives each nest the next
+// step, and extends the life of every buffer a nest reads to that step.
+struct counting_backend : walk_state {
+  arena_analysis a{};
 
-// Entering a let: its value gets a buffer (unless it is a tensor read in place); its body is then
-// visited with the let's tag in scope.
-template <class L, class... Tags>
-constexpr void bind(arena_analysis& a) {
-  using V = typename L::value_node;
-  int b = -1;
-  if constexpr (!L::in_place) b = new_buffer<V, Tags...>(a);
-  else if constexpr (!std::is_void_v<detail::slot_of_t<V>>) b = a.scope[scope_depth<detail::slot_of_t<V>, Tags...>()];
-  if (int(sizeof...(Tags)) >= max_let_depth) throw "tenfold: lets nested too deeply for the arena planner";
-  a.scope[sizeof...(Tags)] = b;
-}
-
-template <class X, class... Tags>
-constexpr void visit_operand(arena_analysis& a, int nest) {
-  if constexpr (!detail::is_leaf_v<X>) visit_buffer<X, Tags...>(a, nest);
-  else visit<X, Tags...>(a, nest);
-}
-
-template <class H, class... Tags>
-constexpr void visit_prepared(arena_analysis& a, int nest) {
-  if constexpr (is_gemm_driven_v<H> || detail::is_leaf_operand_node_v<H>) {
-    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_operand<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(H::args)*>(nullptr));
-  } else {
-    visit<typename H::child_type, Tags...>(a, nest);
+  template <class T, class S>
+  constexpr auto take() {
+    if (a.count >= max_buffers) throw "tenfold: more than 512 materialised buffers for the arena planner";
+    a.buf[a.count].bytes = padded_bytes<T, S>();
+    return detail::leaf<T, S, detail::canon(strides_of<S>), 0, counted_holder<T>>{{}, {a.count++}};
   }
-}
-
-template <class N, class... Tags>
-constexpr void visit(arena_analysis& a, int nest) {
-  if constexpr (detail::is_let_node_v<N>) {
-    bind<N, Tags...>(a);
-    visit<typename N::body_node, Tags..., typename N::tag_type>(a, nest);
-  } else if constexpr (detail::is_leaf_v<N>) {
-    if constexpr (!std::is_void_v<detail::slot_of_t<N>>) {
-      constexpr int d = scope_depth<detail::slot_of_t<N>, Tags...>();
-      static_assert(d >= 0, "tenfold: a let placeholder is read outside the body of its let");
-      if (a.scope[d] >= 0) a.read(a.scope[d], nest);
+  template <class N>
+  constexpr void record_reads(const N& n, int step) {
+    if constexpr (is_counted_leaf_v<N>) {
+      if (n.holder.buffer >= 0 && a.buf[n.holder.buffer].last < step) a.buf[n.holder.buffer].last = step;
+    } else {
+      std::apply([&](const auto&... c) { (record_reads(c, step), ...); }, detail::children(n));
     }
-  } else if constexpr (materializes_v<N>) {
-    if constexpr (is_view_node_v<N>) visit_buffer<view_base_t<N>, Tags...>(a, nest);
-    else visit_buffer<N, Tags...>(a, nest);
-  } else if constexpr (row_fused_v<N>) {
-    visit<typename N::child_type::child_type, Tags...>(a, nest);
-  } else if constexpr (direct_fused_v<N>) {
-    visit_prepared<N, Tags...>(a, nest);
-  } else if constexpr (detail::is_map_node_v<N>) {
-    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
-  } else if constexpr (is_view_node_v<N> && detail::contains_let<N>()) {
-    visit<typename N::child_type, Tags...>(a, nest);
   }
+  template <class Dst, class N>
+  constexpr void run(const Dst& dst, const N& n) {
+    const int step = a.steps++;
+    ++a.nests;
+    if (dst.holder.buffer >= 0) a.buf[dst.holder.buffer].first = a.buf[dst.holder.buffer].last = step;
+    record_reads(n, step);
+  }
+  // A leaf of the expression is no buffer; a fresh one (GCC 12 fails on copying the probe's in constexpr).
+  template <class L>
+  constexpr auto leaf(const L&) const {
+    using T = typename L::element_type;
+    return detail::leaf<T, typename L::shape_type, L::strides, L::offset, counted_holder<T>>{};
+  }
+  template <class L>
+  constexpr binding bound(const L& value) const {
+    if constexpr (is_counted_leaf_v<L>) return {value.holder.buffer, nullptr};
+    else return {};
+  }
+  template <class P>
+  constexpr auto resolve(binding b) const {
+    using T = typename P::element_type;
+    return detail::leaf<T, typename P::shape_type, P::strides, P::offset, counted_holder<T>>{{}, {b.buffer}};
+  }
+};
+
+// A value of an expression's type to walk at compile time: the same tree with every leaf's storage
+// a counted_holder (temporaries the expression owns cannot be made at compile time; a probe owns
+// nothing but says it does, so that a let still gives such a value a buffer).
+template <class T>
+struct probe_owned_holder {
+  int buffer = -1;
+  constexpr T* data() const { return nullptr; }
+};
+} // namespace tenfold::plan
+
+namespace tenfold::detail {
+template <class T>
+inline constexpr bool owns_storage_v<plan::probe_owned_holder<T>> = true;
 }
 
-template <class N, class... Tags>
-constexpr void visit_epilogue(arena_analysis& a, int nest) {
-  if constexpr (is_gemm_driven_v<N>) visit_prepared<N, Tags...>(a, nest);
-  else if constexpr (detail::is_map_node_v<N> && epilogue_matmuls<N>() == 1)
-    []<class... C>(arena_analysis& aa, int ne, std::tuple<C...>*) { (visit_epilogue<C, Tags...>(aa, ne), ...); }(a, nest, static_cast<decltype(N::args)*>(nullptr));
-  else visit<N, Tags...>(a, nest);
-}
+namespace tenfold::plan {
+template <class N>
+struct probe {
+  using type = decltype(std::declval<const N&>().with_children(
+      std::declval<typename probe<detail::children_t<N>>::type>()));
+};
+template <class... C>
+struct probe<std::tuple<C...>> {
+  using type = std::tuple<typename probe<C>::type...>;
+};
+template <class T, class S, auto St, index_t O, class H>
+struct probe<detail::leaf<T, S, St, O, H>> {
+  using type = std::conditional_t<detail::owns_storage_v<H>, detail::leaf<T, S, St, O, probe_owned_holder<T>>,
+                                  detail::leaf<T, S, St, O, H>>;
+};
+template <class T, class S>
+struct probe<detail::scalar_node<T, S>> {
+  using type = detail::scalar_node<T, S>;
+};
+template <class T, class S, class G>
+struct probe<detail::generator_node<T, S, G>> {
+  using type = detail::generator_node<T, S, G>;
+};
+template <class N>
+using probe_t = typename probe<N>::type;
 
-template <class N, class... Tags>
-constexpr void visit_root(arena_analysis& a, int nest) {
-  if constexpr (detail::is_let_node_v<N>) {
-    bind<N, Tags...>(a);
-    visit_root<typename N::body_node, Tags..., typename N::tag_type>(a, nest);
-  } else if constexpr (gemm_root_v<N>) visit_epilogue<N, Tags...>(a, nest);
-  else if constexpr (is_heavy_v<N>) visit_prepared<N, Tags...>(a, nest);
-  else visit<N, Tags...>(a, nest);
+// Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
+// One root (statement) walked by the counting backend, into a destination that is no buffer.
+template <class Root>
+constexpr void count_root(counting_backend& be) {
+  using R = probe_t<Root>;
+  using T = typename R::value_type;
+  using S = typename R::shape_type;
+  // R(), not R{}: GCC 12 fails (an internal error) reading nested members of an empty-based aggregate
+  // that was list-initialised in a constant expression.
+  be.run(detail::leaf<T, S, detail::canon(strides_of<S>), 0, counted_holder<T>>(), prepare_root(R(), be));
 }
 
 // Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
 template <class... Roots>
 constexpr arena_analysis analyze() {
-  arena_analysis a{};
-  ([&] {
-    const int k = a.nests++;
-    visit_root<Roots>(a, k);
-    a.nest_step[k] = a.steps++;
-  }(), ...);
-  for (int b = 0; b < a.count; ++b) a.buf[b].first = a.buf[b].last = a.nest_step[a.buf[b].own_nest];
-  for (int r = 0; r < a.read_count; ++r) {
-    buffer_record& b = a.buf[a.reads[r].buffer];
-    const int s = a.nest_step[a.reads[r].nest];
-    b.last = b.last > s ? b.last : s;
-  }
-  return a;
+  counting_backend be{};
+  (count_root<Roots>(be), ...);
+  return be.a;
 }
 
 struct arena_layout {
