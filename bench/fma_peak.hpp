@@ -19,7 +19,8 @@ constexpr int vector_registers = 16;
 #endif
 // Enough chains to cover FMA latency x FMA pipes on current cores (Zen 3/4 and Skylake-X: 2 x 4 = 8,
 // Haswell: 2 x 5 = 10), and few enough to stay in registers: 16 chains + 2 constants spilled 3
-// accumulators to the stack with AVX2 and measured 58 GFLOP/s on a Zen 3 core that does 103 with 12.
+// accumulators to the stack with AVX2 and measured 58 GFLOP/s on a Zen 3 core that does 102 with 12
+// (bench/RESULTS.md).
 constexpr int fma_chains = vector_registers >= 32 ? 16 : 12;
 static_assert(fma_chains + 2 <= vector_registers);
 constexpr tenfold::index_t fma_steps = 1 << 20;
