@@ -25,6 +25,8 @@
 
 #include <tenfold/tenfold.hpp>
 
+#include "fma_peak.hpp"
+
 namespace tf = tenfold;
 using tf::index_t;
 
@@ -175,27 +177,13 @@ void bm_naive(benchmark::State& st) {
   set_rate(st, flops<BH, S, D>(Causal));
 }
 
-// Peak: independent FMA chains (enough to cover latency x ports), one loop per pool thread (the loop of
-// bench/bench_gemm.cpp).
-constexpr int fma_chains = 16;
-constexpr index_t fma_steps = 1 << 20;
-void fma_loop(float seed) {
-  using B = tf::cpu::batch<float>;
-  B acc[fma_chains];
-  for (int c = 0; c < fma_chains; ++c) acc[c] = B(seed + float(c));
-  const B x(0.999999f), y(1e-6f);
-  for (index_t s = 0; s < fma_steps; ++s)
-    for (int c = 0; c < fma_chains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
-  B sum = acc[0];
-  for (int c = 1; c < fma_chains; ++c) sum += acc[c];
-  benchmark::DoNotOptimize(sum);
-}
+// Peak: the FMA loop of bench/fma_peak.hpp, one per pool thread.
 void bm_peak(benchmark::State& st) {
   auto& pool = tf::cpu::thread_pool::instance();
-  auto task = [](int t) { fma_loop(float(t)); };
+  auto task = [](int t) { tenfold_bench::fma_loop(float(t)); };
   let_openblas_workers_sleep();
   for (auto _ : st) pool.run(pool.size(), task);
-  set_rate(st, 2.0 * double(tf::cpu::batch<float>::size) * fma_chains * fma_steps * pool.size());
+  set_rate(st, tenfold_bench::fma_peak_flops(int(pool.size())));
 }
 
 template <index_t BH, index_t S, index_t D, bool Causal>
@@ -228,6 +216,7 @@ int main(int argc, char** argv) {
   add_shape<8, 512, 64>(single);
   add_shape<4, 1024, 64>(single);
   add_shape<2, 2048, 128>(single);
+  benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
   add_layers<true, 1>(single);
   add_layers<false, 32>(single);
   add_layers<true, 32>(single);
+  benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   add_squares<4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048>(single);
   add_skinny<1, 2, 4, 8, 16>(single);
   add_layers<256, 1024>(single);
+  benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

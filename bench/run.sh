@@ -25,6 +25,7 @@ mkdir -p "$out"
   git -C "$root" status --porcelain -- include 2>/dev/null | wc -l
 } >"$out/tree.txt"
 
+"$root/scripts/install_deps.sh" --if-missing all # the bench group (peers, Google Benchmark) too
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENFOLD_BUILD_BENCH=ON \
     -DTENFOLD_BUILD_TESTS=OFF -DTENFOLD_BUILD_EXAMPLES=OFF

@@ -14,6 +14,7 @@ out=${OUT_DIR:-$build/bench-results}
 reps=${BENCH_REPS:-5}
 filter=${BENCH_FILTER:-.}
 
+"$root/scripts/install_deps.sh" --if-missing all # the bench group (peers, Google Benchmark) too
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENFOLD_BUILD_BENCH=ON \
     -DTENFOLD_BUILD_TESTS=OFF -DTENFOLD_BUILD_EXAMPLES=OFF

@@ -1,43 +1,120 @@
 #!/usr/bin/env bash
-# Installs what tenfold's build, tests, examples and benchmarks need, from Debian 12's packages.
-# The one list of dependencies: .ci/run, scripts/test.sh and scripts/run_example.sh all use it.
-#   scripts/install_deps.sh              apt-get update, then install the list (CI: a fresh machine)
-#   scripts/install_deps.sh --if-missing install only if a package is missing (no root needed otherwise)
-#   scripts/install_deps.sh --list       print the list
+# Installs what tenfold needs from Debian 12's packages: the one list of dependencies, in three groups.
+#   lib    the library itself: xsimd, Boost.Hana (headers only)
+#   test   building the tests and examples: the toolchain (g++, cmake, ninja) and Catch2
+#   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
+#          find OpenBLAS) and python3 (bench/*report.py, standard library only)
+# .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
+# bench/run*.sh add bench.
+#
+#   scripts/install_deps.sh [GROUP...]               apt-get update, then install the groups' packages
+#                                                    (CI: a fresh machine)
+#   scripts/install_deps.sh --if-missing [GROUP...]  install only what is missing (no root needed otherwise)
+#   scripts/install_deps.sh --list [GROUP...]        print the packages (no GROUP: every group, by group)
+# GROUP is lib, test, bench or all (= lib test bench); without one: lib test.
+#
+# --if-missing looks for the headers and tools themselves, not for package names, so that equivalents
+# count: e.g. Boost 1.81 from libboost1.81-dev (which conflicts with libboost-dev) is accepted.
 set -euo pipefail
 
-packages=(
-  g++ cmake ninja-build                                      # toolchain
-  libxsimd-dev libboost-dev                                  # the library: xsimd, Boost.Hana (headers only)
-  catch2                                                     # tests
-  libeigen3-dev xtensor-dev libopenblas-dev libbenchmark-dev # benchmarks only: peers, Google Benchmark,
-  python3                                                    # and bench/report.py (standard library only)
+groups_all=(lib test bench)
+# Each requirement: "group package check...", the check being a command that succeeds when present.
+requirements=(
+  "lib   libxsimd-dev     has_header xsimd/xsimd.hpp"
+  "lib   libboost-dev     has_hana"
+  "test  g++              has_command g++"
+  "test  cmake            has_command cmake"
+  "test  ninja-build      has_command ninja"
+  "test  catch2           has_header catch2/catch.hpp"
+  "bench libeigen3-dev    has_header eigen3/Eigen/Core"
+  "bench xtensor-dev      has_header xtensor/xtensor.hpp"
+  "bench libopenblas-dev  has_openblas"
+  "bench libbenchmark-dev has_header benchmark/benchmark.h"
+  "bench pkgconf          has_command pkg-config"
+  "bench python3          has_command python3"
 )
 
-case "${1:-}" in
-  --list)
-    printf '%s\n' "${packages[@]}"
-    exit 0
-    ;;
-  --if-missing)
-    if ! command -v dpkg-query >/dev/null; then
-      echo "install_deps.sh: not a Debian system; make sure these (or your system's equivalents) are installed:" >&2
-      echo "  ${packages[*]}" >&2
-      exit 0
+# Where the compilers look for headers by default, plus the user's additions.
+include_dirs=()
+IFS=: read -r -a extra <<<"${CPLUS_INCLUDE_PATH:-}:${CPATH:-}"
+for d in "${extra[@]}"; do
+  if [[ -n $d ]]; then include_dirs+=("$d"); fi
+done
+include_dirs+=(/usr/local/include /usr/include)
+
+find_header() { # prints the first include directory that has $1
+  local d
+  for d in "${include_dirs[@]}"; do
+    if [[ -f $d/$1 ]]; then
+      echo "$d"
+      return 0
     fi
-    missing=()
-    for p in "${packages[@]}"; do
-      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  return 1
+}
+has_header() { find_header "$1" >/dev/null; }
+has_command() { command -v "$1" >/dev/null; }
+# Boost.Hana from any Boost >= 1.74 (CMakeLists.txt: find_package(Boost 1.74)).
+has_hana() {
+  local d version
+  d=$(find_header boost/hana.hpp) || return 1
+  version=$(sed -n 's/^#define BOOST_VERSION \([0-9]*\).*/\1/p' "$d/boost/version.hpp" 2>/dev/null)
+  [[ -n $version ]] && ((version >= 107400))
+}
+# bench/CMakeLists.txt finds OpenBLAS through pkg-config (Debian's cblas.h is in a multiarch folder).
+has_openblas() { pkg-config --exists openblas 2>/dev/null; }
+
+usage() {
+  echo "usage: $0 [--if-missing|--list] [lib|test|bench|all]..." >&2
+  exit 2
+}
+
+mode=install
+groups=()
+for arg in "$@"; do
+  case $arg in
+    --if-missing | --list) mode=${arg#--} ;;
+    all) groups+=("${groups_all[@]}") ;;
+    lib | test | bench) groups+=("$arg") ;;
+    *) usage ;;
+  esac
+done
+if [[ $mode == list && ${#groups[@]} -eq 0 ]]; then
+  for g in "${groups_all[@]}"; do
+    printf '%-6s' "$g:"
+    for r in "${requirements[@]}"; do
+      read -r group package _ <<<"$r"
+      if [[ $group == "$g" ]]; then printf ' %s' "$package"; fi
     done
-    [[ ${#missing[@]} -eq 0 ]] && exit 0
-    echo "install_deps.sh: installing ${missing[*]}"
-    ;;
-  "") ;;
-  *)
-    echo "usage: $0 [--if-missing|--list]" >&2
-    exit 2
-    ;;
-esac
+    echo
+  done
+  exit 0
+fi
+if [[ ${#groups[@]} -eq 0 ]]; then groups=(lib test); fi
+
+selected() { [[ " ${groups[*]} " == *" $1 "* ]]; }
+
+packages=()
+for r in "${requirements[@]}"; do
+  read -r -a fields <<<"$r" # group, package, check command and its arguments
+  package=${fields[1]}
+  selected "${fields[0]}" || continue
+  case $mode in
+    list) echo "$package" ;;
+    if-missing) "${fields[@]:2}" || packages+=("$package") ;;
+    install)
+      # libboost-dev conflicts with the other Boost versions' dev packages: keep a Boost that has Hana.
+      if [[ $package != libboost-dev ]] || ! has_hana; then packages+=("$package"); fi
+      ;;
+  esac
+done
+if [[ $mode == list || ${#packages[@]} -eq 0 ]]; then exit 0; fi
+
+if ! command -v apt-get >/dev/null; then
+  echo "install_deps.sh: not a Debian system; install these (or your system's equivalents): ${packages[*]}" >&2
+  exit 0
+fi
+if [[ $mode == if-missing ]]; then echo "install_deps.sh: missing, installing: ${packages[*]}"; fi
 
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi

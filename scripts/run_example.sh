@@ -4,7 +4,7 @@
 # Uses the same build directory as scripts/test.sh (TENFOLD_BUILD_DIR, default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh --if-missing
+scripts/install_deps.sh --if-missing lib test # not the bench group: the benchmarks are not built here
 
 example=${1:-transformer_block}
 shift || true

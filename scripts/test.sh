@@ -5,7 +5,7 @@
 # Ninja when it is installed; TENFOLD_JOBS (default: all cores) is the build and test parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh --if-missing
+scripts/install_deps.sh --if-missing lib test # not the bench group: the benchmarks are not built here
 
 build=${TENFOLD_BUILD_DIR:-build}
 jobs=${TENFOLD_JOBS:-$(nproc)}
