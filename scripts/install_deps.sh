@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what tenfold needs from Debian 12's packages: the one list of dependencies, in three groups.
 #   lib    the library itself: xsimd, Boost.Hana (headers only)
-#   test   building the tests and examples: the toolchain (g++, cmake, ninja) and Catch2
+#   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, Clang (the
+#          consumer test that a user's -Wall -Wextra -Werror build sees no warning from tenfold's
+#          headers) and GNU time (CI prints each example's peak compiler memory)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -26,6 +28,8 @@ requirements=(
   "test  cmake            has_command cmake"
   "test  ninja-build      has_command ninja"
   "test  catch2           has_header catch2/catch.hpp"
+  "test  clang            has_command clang++"
+  "test  time             has_file /usr/bin/time"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
   "bench xtensor-dev      has_header xtensor/xtensor.hpp"
   "bench libopenblas-dev  has_openblas"
@@ -54,6 +58,7 @@ find_header() { # prints the first include directory that has $1
 }
 has_header() { find_header "$1" >/dev/null; }
 has_command() { command -v "$1" >/dev/null; }
+has_file() { [[ -x $1 ]]; }
 # Boost.Hana from any Boost >= 1.74 (CMakeLists.txt: find_package(Boost 1.74)).
 has_hana() {
   local d version
