@@ -3,7 +3,7 @@
 // longest suffix of axes over which every leaf is either contiguous or broadcast (stride 0); so an
 // elementwise tree over same-shaped tensors is one flat loop, and a broadcast bias is a splat. Each node
 // gives a row object with `scalar(j)` and `batch(j)` (xsimd::batch of the tree's lane type L).
-#include <xsimd/xsimd.hpp>
+#include "tenfold/core/xsimd.hpp"
 
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/views_compose.hpp"

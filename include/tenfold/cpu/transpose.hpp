@@ -2,10 +2,7 @@
 // Square in-register transposes of W batches (W = lanes), permuting loads for small strides, and
 // streaming stores: the pieces that let transposed, reversed and subsampled operands be read with
 // full-width contiguous loads. x86 versions use intrinsics; other targets go through a stack tile.
-#include <xsimd/xsimd.hpp>
-#if defined(__AVX512F__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
+#include "tenfold/core/xsimd.hpp"
 
 #include "tenfold/core/config.hpp"
 
