@@ -73,7 +73,7 @@ inline constexpr bool has_permuting_load =
 #endif
 
 template <class L, index_t S>
-TENFOLD_INLINE xsimd::batch<L> permuting_load(const L* p) {
+TENFOLD_INLINE xsimd::batch<L> permuting_load([[maybe_unused]] const L* p) { // (unused where there is no such load)
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<L, float>) {
     if constexpr (S == 2) {
