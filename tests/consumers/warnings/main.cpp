@@ -53,9 +53,8 @@ struct model {
       auto q = heads(slice<whole, range<0, D>>(qkv));
       auto k = heads(slice<whole, range<D, 2 * D>>(qkv));
       auto v = heads(slice<whole, range<2 * D, 3 * D>>(qkv));
-      return let(x + reshape<S, D>(permute<1, 0, 2>(attention(q, k, v, causal))), [this](const auto& x1) {
-        return x1 + linear(relu(linear(x1, w_1, b_1)), w_2, b_2);
-      });
+      return let(x + reshape<S, D>(permute<1, 0, 2>(attention(q, k, v, causal))),
+                 [this](const auto& x1) { return x1 + linear(relu(linear(x1, w_1, b_1)), w_2, b_2); });
     });
   }
 };
@@ -117,7 +116,8 @@ int main() {
   float pm = std::max(std::max(fmap(0, 1, 2, 2), fmap(0, 1, 2, 3)), std::max(fmap(0, 1, 3, 2), fmap(0, 1, 3, 3)));
   check(pooled(0, 1, 1, 1) == pm, "max_pool2d", pooled(0, 1, 1, 1), pm);
   Tensor<float, shape<2, 4, 4, 4>> avg = avg_pool2d<2>(fmap);
-  check_near("avg_pool2d", avg(1, 0, 3, 0), (fmap(1, 0, 6, 0) + fmap(1, 0, 6, 1) + fmap(1, 0, 7, 0) + fmap(1, 0, 7, 1)) / 4);
+  check_near("avg_pool2d", avg(1, 0, 3, 0),
+             (fmap(1, 0, 6, 0) + fmap(1, 0, 6, 1) + fmap(1, 0, 7, 0) + fmap(1, 0, 7, 1)) / 4);
   Tensor<float, shape<2, 4>> gap = global_avg_pool2d(fmap);
   Tensor<float> fsum = sum(slice<range<1, 2>, range<3, 4>>(fmap));
   check_near("global_avg_pool2d", gap(1, 3), fsum() / 64);
