@@ -2,14 +2,9 @@
 # imposes nothing but C++20: users choose their ISA.
 function(tenfold_target_defaults target)
   target_link_libraries(${target} PRIVATE tenfold::tenfold)
+  # No -Wno flags for the headers: they are clean under -Wall -Wextra (the consumer:warnings tests hold
+  # them to it). -Wno-unused-parameter is for the tests' and examples' own code.
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    # GCC 12 false positives: -Wrestrict in libstdc++'s string concatenation, -W(maybe-)uninitialized
-    # on the AVX-512 intrinsics' _mm512_undefined_* (GCC bug 105593), and -Waggressive-loop-optimizations
-    # on loops whose bound it cannot see is far below the overflow point.
-    target_compile_options(${target} PRIVATE -Wno-restrict -Wno-uninitialized -Wno-maybe-uninitialized
-                                             -Wno-aggressive-loop-optimizations)
-  endif()
   if(TENFOLD_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
   endif()

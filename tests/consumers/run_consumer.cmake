@@ -1,6 +1,8 @@
 # One consumer test (see CMakeLists.txt beside this file), run as
-#   cmake -DMODE=<install|find_package|add_subdirectory|vendored> -DSOURCE_DIR=<tenfold> -DWORK_DIR=<dir>
-#         -DGENERATOR=<generator> -DCXX_COMPILER=<c++> [-DMAKE_PROGRAM=<ninja/make>] -P run_consumer.cmake
+#   cmake -DMODE=<install|find_package|add_subdirectory|vendored|warnings> -DSOURCE_DIR=<tenfold> -DWORK_DIR=<dir>
+#         -DGENERATOR=<generator> -DCXX_COMPILER=<c++> [-DMAKE_PROGRAM=<ninja/make>] [-DWORK_NAME=<subdir>]
+#         -P run_consumer.cmake
+# WORK_NAME (default: MODE) names the work directory, for one MODE run with several compilers.
 # Every step starts from an empty directory, so nothing cached by an earlier run can hide a broken package.
 cmake_minimum_required(VERSION 3.25)
 
@@ -16,7 +18,10 @@ if(MAKE_PROGRAM)
   list(APPEND configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
 endif()
 set(prefix ${WORK_DIR}/prefix)
-set(work ${WORK_DIR}/${MODE})
+if(NOT WORK_NAME)
+  set(WORK_NAME ${MODE})
+endif()
+set(work ${WORK_DIR}/${WORK_NAME})
 file(REMOVE_RECURSE ${work})
 
 if(MODE STREQUAL "install")
@@ -34,6 +39,8 @@ elseif(MODE STREQUAL "add_subdirectory")
 elseif(MODE STREQUAL "vendored")
   file(COPY ${SOURCE_DIR}/include DESTINATION ${work}/vendor) # vendoring is a copy of include/, nothing else
   set(consumer_args -DTENFOLD_VENDOR_DIR=${work}/vendor)
+elseif(MODE STREQUAL "warnings")
+  set(consumer_args -DTENFOLD_INCLUDE_DIR=${SOURCE_DIR}/include) # the checkout's own headers, not SYSTEM
 else()
   message(FATAL_ERROR "run_consumer.cmake: unknown MODE '${MODE}'")
 endif()

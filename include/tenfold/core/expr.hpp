@@ -93,7 +93,8 @@ struct leaf : node_tag {
   }
   static std::string str() {
     std::string s = std::string(dtype_name<value_type>()) + "[";
-    for (int i = 0; i < S::rank; ++i) s += (i ? "," : "") + std::to_string(S::dims[i]);
+    for (int i = 0; i < S::rank; ++i)
+      (s += i ? "," : "") += std::to_string(S::dims[i]); // (appends: see detail::message)
     return s + (contiguous ? "]" : "] view");
   }
 };

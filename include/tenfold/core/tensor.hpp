@@ -40,8 +40,8 @@ class Tensor {
   Tensor() = default;
   Tensor(std::initializer_list<T> values) {
     if (index_t(values.size()) != S::size)
-      throw error("tenfold::Tensor: initializer list has " + std::to_string(values.size()) + " values, the shape " +
-                  shape_string() + " needs " + std::to_string(S::size));
+      throw error(detail::message("tenfold::Tensor: initializer list has ", values.size(), " values, the shape ",
+                                  shape_string(), " needs ", S::size));
     std::copy(values.begin(), values.end(), data());
   }
   template <expression E>
@@ -80,7 +80,7 @@ class Tensor {
 
   static std::string shape_string() {
     std::string s = "[";
-    for (int i = 0; i < S::rank; ++i) s += (i ? "," : "") + std::to_string(S::dims[i]);
+    for (int i = 0; i < S::rank; ++i) (s += i ? "," : "") += std::to_string(S::dims[i]);
     return s + "]";
   }
 
@@ -93,8 +93,8 @@ class Tensor {
     for (int k = 0; k < S::rank; ++k) {
       if (idx[k] < 0 || idx[k] >= S::dims[k]) {
         std::string where = "(";
-        for (int m = 0; m < S::rank; ++m) where += (m ? "," : "") + std::to_string(idx[m]);
-        throw error("tenfold::Tensor: index " + where + ") out of range for shape " + shape_string());
+        for (int m = 0; m < S::rank; ++m) (where += m ? "," : "") += std::to_string(idx[m]);
+        throw error(detail::message("tenfold::Tensor: index ", where, ") out of range for shape ", shape_string()));
       }
       o += idx[k] * strides[k];
     }

@@ -27,8 +27,8 @@ class program {
   // The arena is the caller's (static storage, a pool): it must hold arena_bytes, 64-byte aligned.
   program(Model& m, std::span<std::byte> arena) : model_(&m), arena_(arena.data()) {
     if (index_t(arena.size()) < arena_bytes)
-      throw error("tenfold::program: the arena has " + std::to_string(arena.size()) + " bytes; this model needs " +
-                  std::to_string(arena_bytes));
+      throw error(
+          detail::message("tenfold::program: the arena has ", arena.size(), " bytes; this model needs ", arena_bytes));
     if (reinterpret_cast<std::uintptr_t>(arena.data()) % tenfold::plan::arena_alignment != 0)
       throw error("tenfold::program: the arena must be 64-byte aligned");
   }

@@ -111,7 +111,7 @@ template <class Op, class I, class A, class Row>
 A reduce_tree(const Row& row, index_t b0, index_t b1, index_t n, index_t base) {
   if (b1 - b0 == 1) return reduce_block_run<Op, I, A>(row, b0 * reduce_block, std::min(n, b1 * reduce_block), base);
   if (b1 - b0 <= reduce_tree_leaves) {
-    A part[reduce_tree_leaves];
+    A part[reduce_tree_leaves]{}; // (zeroed: GCC cannot see that merge_tree reads only the entries written)
     for (index_t b = b0; b < b1; ++b)
       part[b - b0] = reduce_block_run<Op, I, A>(row, b * reduce_block, std::min(n, (b + 1) * reduce_block), base);
     return merge_tree<Op>(part, 0, b1 - b0);

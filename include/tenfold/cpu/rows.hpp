@@ -3,7 +3,7 @@
 // longest suffix of axes over which every leaf is either contiguous or broadcast (stride 0); so an
 // elementwise tree over same-shaped tensors is one flat loop, and a broadcast bias is a splat. Each node
 // gives a row object with `scalar(j)` and `batch(j)` (xsimd::batch of the tree's lane type L).
-#include <xsimd/xsimd.hpp>
+#include "tenfold/core/xsimd.hpp"
 
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/views_compose.hpp"
@@ -316,8 +316,13 @@ template <class T, class L, index_t Stride, class V, class Row, bool Stream = fa
 TENFOLD_INLINE void store_run(const leaf_row<T, L, Stride>& dst, const Row& src, index_t j, index_t stop) {
   using D = std::remove_const_t<T>;
   constexpr index_t w = lanes<L>;
+  // Whole batches up to `body`, then fewer than w scalars. (`body` is computed up front: after a
+  // `j + w <= stop` loop with a constant stop, GCC 12 put the loop's final j into the scalar tail
+  // before it folded the tail's guard, saw a dead tail from `stop` that wraps around 2^64 times, and
+  // warned in every user's build at -O2 [-Waggressive-loop-optimizations].)
+  [[maybe_unused]] const index_t body = j + (stop - j) / w * w;
   if constexpr (std::is_same_v<compute_t<D>, L> && Stride == 1) {
-    for (; j + w <= stop; j += w) {
+    for (; j < body; j += w) {
       const auto b = src.load(j);
       if constexpr (std::is_same_v<D, L> && Stream) store_stream(dst.p + j, b);
       else if constexpr (std::is_same_v<D, L>) b.store_unaligned(dst.p + j);
@@ -328,7 +333,7 @@ TENFOLD_INLINE void store_run(const leaf_row<T, L, Stride>& dst, const Row& src,
       }
     }
   } else if constexpr (std::is_same_v<D, bool> && std::is_same_v<V, bool>) {
-    for (; j + w <= stop; j += w) {
+    for (; j < body; j += w) {
       if constexpr (Stride == 1) src.load(j).store_unaligned(dst.p + j);
       else {
         bool tmp[w];

@@ -2,10 +2,7 @@
 // Square in-register transposes of W batches (W = lanes), permuting loads for small strides, and
 // streaming stores: the pieces that let transposed, reversed and subsampled operands be read with
 // full-width contiguous loads. x86 versions use intrinsics; other targets go through a stack tile.
-#include <xsimd/xsimd.hpp>
-#if defined(__AVX512F__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
+#include "tenfold/core/xsimd.hpp"
 
 #include "tenfold/core/config.hpp"
 
@@ -76,7 +73,7 @@ inline constexpr bool has_permuting_load =
 #endif
 
 template <class L, index_t S>
-TENFOLD_INLINE xsimd::batch<L> permuting_load(const L* p) {
+TENFOLD_INLINE xsimd::batch<L> permuting_load([[maybe_unused]] const L* p) { // (unused where there is no such load)
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<L, float>) {
     if constexpr (S == 2) {

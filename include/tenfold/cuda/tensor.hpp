@@ -98,8 +98,8 @@ class Tensor {
  private:
   static void check_size(std::size_t n) {
     if (n != std::size_t(S::size))
-      throw error("tenfold::cuda::Tensor: the pinned buffer has " + std::to_string(n) + " elements, the shape " +
-                  tenfold::Tensor<T, S>::shape_string() + " needs " + std::to_string(S::size));
+      throw error(tenfold::detail::message("tenfold::cuda::Tensor: the pinned buffer has ", n, " elements, the shape ",
+                                           tenfold::Tensor<T, S>::shape_string(), " needs ", S::size));
   }
   device_buffer buffer_;
 };

@@ -6,10 +6,7 @@
 // the exact result (against double at 4e6 points of [-110, 100] and 2e6 of [-1, 1]), subnormal
 // results included (scalef rounds once, to the subnormal grid); exp(-inf) = 0, exp(inf) = inf, NaN
 // stays NaN.
-#include <xsimd/xsimd.hpp>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "tenfold/core/xsimd.hpp"
 
 namespace tenfold::ops::sc {
 #if defined(__AVX512F__)

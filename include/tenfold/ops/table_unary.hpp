@@ -1,6 +1,6 @@
 #pragma once
 // Unary entries of the op table (see ops/descriptor.hpp for the shape of an entry).
-#include <xsimd/xsimd.hpp>
+#include "tenfold/core/xsimd.hpp"
 
 #include "tenfold/ops/descriptor.hpp"
 #include "tenfold/ops/simd_exp.hpp"
