@@ -13,3 +13,4 @@
 #include "tenfold/ops/pooling.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
+#include "tenfold/cpu/print.hpp"
