@@ -1,4 +1,4 @@
-// The basics: printing (against NumPy's own output).
+// The basics: printing (against NumPy's own output), map over the caller's memory, flatten, and cast.
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
@@ -98,11 +98,69 @@ TEST_CASE("printing elides the long axes of large tensors", "[basics][print]") {
   [ 580  581  582 ...  597  598  599]]])");
 }
 
-TEST_CASE("streams print tensors and expressions", "[basics][print]") {
+TEST_CASE("streams print tensors, maps and expressions", "[basics][print]") {
   Tensor<float, shape<2, 3>> mixed{1, 2.5f, -3, 0.125f, 100, 7};
   std::ostringstream os;
-  os << mixed + 1.0f << '|' << mixed;
+  os << mixed + 1.0f << '|' << map<float, shape<3>>(mixed.data()) << '|' << mixed;
   CHECK(os.str() == R"([[  2.      3.5    -2.   ]
- [  1.125 101.      8.   ]]|)" +
+ [  1.125 101.      8.   ]]|[ 1.   2.5 -3. ]|)" +
                         to_string(mixed));
+}
+
+TEST_CASE("map reads and writes the caller's memory", "[basics][map]") {
+  std::vector<float> buf(4 * 8), out(4 * 8, -1.0f);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 0.25f * float(i) - 3;
+  const std::vector<float>& cbuf = buf;
+  auto x = map<float, shape<4, 8>>(buf.data());
+  auto cx = map<float, shape<4, 8>>(cbuf.data()); // read-only
+  STATIC_REQUIRE(std::is_same_v<decltype(cx), TensorMap<const float, shape<4, 8>>>);
+  STATIC_REQUIRE(
+      detail::is_leaf_v<detail::node_t<decltype(map<float, shape<4, 8>>(buf.data()))>>); // a temporary borrows
+
+  auto y = map<float, shape<4, 8>>(out.data());
+  y = exp(cx) * 2.0f;
+  for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i] == Approx(std::exp(buf[i]) * 2).epsilon(1e-6));
+  Tensor<float, shape<8>> bias = linspace<float, 8>(-1, 1);
+  y = x + bias;
+  y += 1.0f;
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t c = 0; c < 8; ++c) CHECK(out[r * 8 + c] == buf[r * 8 + c] + bias(index_t(c)) + 1);
+  // A map destination of a reduction, and a map's elements through operator().
+  std::vector<float> sums(4);
+  auto s = map<float, shape<4>>(sums.data());
+  s = sum(cx, axis<1>);
+  for (std::size_t r = 0; r < 4; ++r) {
+    float want = 0;
+    for (std::size_t c = 0; c < 8; ++c) want += buf[r * 8 + c];
+    CHECK(s(index_t(r)) == Approx(want));
+  }
+  x(1, 2) = 42;
+  CHECK(buf[10] == 42);
+  CHECK(cx(1, 2) == 42);
+  CHECK_THROWS_WITH(cx(4, 0), Catch::Contains("out of range") && Catch::Contains("[4,8]"));
+  // Assignment between maps copies the elements; it never rebinds.
+  y = x;
+  CHECK(out == buf);
+  Tensor<float, shape<4, 8>> copy = cx;
+  CHECK(copy(3, 7) == buf[31]);
+}
+
+TEST_CASE("maps over overlapping memory are evaluated as aliases", "[basics][map]") {
+  std::vector<float> v(38);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  auto a = map<float, shape<37>>(v.data());
+  auto b = map<float, shape<37>>(v.data() + 1);
+  b = a * 2.0f; // reads v[0..36], writes v[1..37]: every read sees the old value
+  CHECK(v[0] == 0);
+  for (std::size_t i = 1; i < v.size(); ++i) CHECK(v[i] == 2.0f * float(i - 1));
+}
+
+TEST_CASE("map rejects null and misaligned pointers", "[basics][map]") {
+  CHECK_THROWS_WITH((map<float, shape<2>>(static_cast<float*>(nullptr))),
+                    Catch::Contains("null") && Catch::Contains("float32* for a [2] map"));
+  alignas(8) unsigned char raw[64] = {};
+  auto* odd = reinterpret_cast<const double*>(raw + 4);
+  CHECK_THROWS_WITH((map<double, shape<3>>(odd)),
+                    Catch::Contains("not aligned to 8 bytes") && Catch::Contains("const float64* for a [3] map"));
+  CHECK_THROWS_AS((map<std::int32_t, shape<1>>(reinterpret_cast<std::int32_t*>(raw + 2))), error);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Printing a Tensor: `std::cout << t` and tenfold::to_string(t) give what NumPy's
+// Printing a Tensor (or TensorMap): `std::cout << t` and tenfold::to_string(t) give what NumPy's
 // str() gives for the same array under its default print options:
 //  - nested brackets, one row per line, a blank line between blocks of rank 3 and up; rows wrapped at
 //    75 columns; every element padded to a common width;

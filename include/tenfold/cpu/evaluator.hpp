@@ -213,10 +213,24 @@ void run_elementwise(const Dst& dst, const N& n) {
 }
 
 // ---- aliasing: a destination read through a different index map must not be overwritten early ----
+// The bytes [first, last) a strided leaf can reach.
+template <class L>
+std::pair<std::uintptr_t, std::uintptr_t> reach(const L& l) {
+  index_t lo = L::offset, hi = L::offset;
+  for (int i = 0; i < L::rank; ++i) (L::strides[i] < 0 ? lo : hi) += L::strides[i] * (L::shape_type::dims[i] - 1);
+  const auto base = reinterpret_cast<std::uintptr_t>(l.data());
+  const auto size = std::uintptr_t(sizeof(typename L::value_type));
+  return {base + std::uintptr_t(lo) * size, L::shape_type::size == 0 ? base : base + std::uintptr_t(hi + 1) * size};
+}
+
 template <class Dst, class N>
 bool aliases(const Dst& dst, const N& n, bool opaque = false) {
   if constexpr (detail::is_leaf_v<N>) {
-    if (static_cast<const void*>(n.data()) != static_cast<const void*>(dst.data())) return false;
+    if (static_cast<const void*>(n.data()) != static_cast<const void*>(dst.data())) {
+      // Owned tensors never overlap, but maps of the caller's memory (core/tensor_map.hpp) may.
+      const auto a = reach(n), b = reach(dst);
+      return a.first < b.second && b.first < a.second;
+    }
     if constexpr (N::rank == Dst::rank) {
       if (!opaque && N::strides == Dst::strides && N::offset == Dst::offset) return false;
     }
