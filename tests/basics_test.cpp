@@ -164,3 +164,20 @@ TEST_CASE("map rejects null and misaligned pointers", "[basics][map]") {
                     Catch::Contains("not aligned to 8 bytes") && Catch::Contains("const float64* for a [3] map"));
   CHECK_THROWS_AS((map<std::int32_t, shape<1>>(reinterpret_cast<std::int32_t*>(raw + 2))), error);
 }
+
+TEST_CASE("flatten is a reshape to one axis", "[basics][flatten]") {
+  auto t = iota<float, shape<2, 3, 4>>(1);
+  STATIC_REQUIRE(detail::is_leaf_v<decltype(flatten(t))>); // no copy: a leaf over t's elements
+  STATIC_REQUIRE(std::is_same_v<decltype(flatten(t))::shape_type, shape<24>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(flatten<1>(t))::shape_type, shape<2, 12>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(flatten<0, 1>(t))::shape_type, shape<6, 4>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(flatten<-2, -2>(t))::shape_type, shape<2, 3, 4>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(flatten(Tensor<float>{}))::shape_type, shape<1>>);
+  CHECK(flatten(t).data() == t.data());
+  Tensor<float, shape<24>> f = flatten(t * 2.0f);
+  for (index_t i = 0; i < 24; ++i) CHECK(f(i) == 2.0f * float(i));
+  Tensor<float, shape<4, 6>> g = flatten<1>(transpose(t)); // a strided view: [4,3,2] read as [4,6]
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      for (index_t k = 0; k < 4; ++k) CHECK(g(k, j * 2 + i) == t(i, j, k));
+}
