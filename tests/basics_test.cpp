@@ -181,3 +181,55 @@ TEST_CASE("flatten is a reshape to one axis", "[basics][flatten]") {
     for (index_t j = 0; j < 3; ++j)
       for (index_t k = 0; k < 4; ++k) CHECK(g(k, j * 2 + i) == t(i, j, k));
 }
+
+TEST_CASE("cast: truncation, saturation and NaN are defined", "[basics][cast]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor<float, shape<10>> x{2.9f, -2.9f, -0.0f, nan, inf, -inf, 3e9f, -3e9f, 2147483520.0f, -2147483648.0f};
+  Tensor<std::int32_t, shape<10>> i = cast<std::int32_t>(x);
+  const std::int32_t lo = std::numeric_limits<std::int32_t>::lowest(), hi = std::numeric_limits<std::int32_t>::max();
+  const std::int32_t want[] = {2, -2, 0, 0, hi, lo, hi, lo, 2147483520, lo};
+  for (index_t k = 0; k < 10; ++k) CHECK(i(k) == want[k]);
+  Tensor<bool, shape<10>> b = cast<bool>(x);
+  for (index_t k = 0; k < 10; ++k) CHECK(b(k) == (k != 2)); // NaN is true
+  Tensor<std::int64_t, shape<4>> big{std::int64_t(1) << 40, -(std::int64_t(1) << 40), 7, -7};
+  Tensor<std::int32_t, shape<4>> narrow = cast<std::int32_t>(big + 1);
+  CHECK(narrow(0) == hi);
+  CHECK(narrow(1) == lo);
+  CHECK(narrow(2) == 8);
+  Tensor<float, shape<2>> f = cast<float>(Tensor<double, shape<2>>{1e300, 0.1});
+  CHECK(f(0) == inf);
+  CHECK(f(1) == 0.1f);
+  Tensor<double, shape<2>> back = cast<std::int64_t>(Tensor<double, shape<2>>{-1e300, 1e300});
+  CHECK(back(0) == double(std::numeric_limits<std::int64_t>::lowest()));
+  CHECK(back(1) == double(std::numeric_limits<std::int64_t>::max()));
+}
+
+TEST_CASE("cast to and from the half types, vectorised", "[basics][cast]") {
+  // 37 elements: whole SIMD batches and a scalar tail.
+  Tensor<float, shape<37>> x;
+  for (index_t k = 0; k < 37; ++k)
+    x(k) = 1.0f + float(k) * 0x1p-9f + (k % 3 == 0 ? 0x1p-23f : 0.0f); // ties and near ties
+  x(5) = std::numeric_limits<float>::quiet_NaN();
+  x(6) = 3.4e38f;
+  Tensor<bf16, shape<37>> h = cast<bf16>(x);
+  Tensor<float, shape<37>> r = cast<bf16>(x) * 1.0f; // rounded inside the expression
+  Tensor<float, shape<37>> w = h;                    // bf16 -> float widens
+  for (index_t k = 0; k < 37; ++k) {
+    const bf16 want(x(k));
+    if (k == 5) {
+      CHECK(std::isnan(float(h(k))));
+      CHECK(std::isnan(r(k)));
+      continue;
+    }
+    CHECK(h(k).bits == want.bits);
+    CHECK(r(k) == float(want));
+    CHECK(w(k) == float(want));
+  }
+  Tensor<f16, shape<3>> g = cast<f16>(Tensor<double, shape<3>>{0.1, 70000, -1e-9});
+  CHECK(g(0).bits == f16(0.1).bits);
+  CHECK(std::isinf(float(g(1))));
+  CHECK(float(g(2)) == 0.0f);
+  Tensor<std::int32_t, shape<2>> n = cast<std::int32_t>(Tensor<bf16, shape<2>>{bf16(-7.5f), bf16(3e10f)});
+  CHECK(n(0) == -7);
+  CHECK(n(1) == std::numeric_limits<std::int32_t>::max());
+}

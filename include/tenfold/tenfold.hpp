@@ -6,6 +6,7 @@
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/ops/api.hpp"
+#include "tenfold/ops/cast.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
