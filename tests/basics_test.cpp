@@ -1,4 +1,5 @@
-// The basics: printing (against NumPy's own output), map over the caller's memory, flatten, and cast.
+// The basics: printing (against NumPy's own output), map over the caller's memory, flatten, and cast
+// with the assignment rule that requires it.
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
@@ -182,6 +183,27 @@ TEST_CASE("flatten is a reshape to one axis", "[basics][flatten]") {
       for (index_t k = 0; k < 4; ++k) CHECK(g(k, j * 2 + i) == t(i, j, k));
 }
 
+TEST_CASE("assignment converts implicitly only where nothing is lost", "[basics][cast]") {
+  STATIC_REQUIRE(widens_v<std::int64_t, std::int32_t>);
+  STATIC_REQUIRE(widens_v<double, float>);
+  STATIC_REQUIRE(widens_v<float, bf16>);
+  STATIC_REQUIRE(widens_v<double, f16>);
+  STATIC_REQUIRE(widens_v<float, std::int64_t>);
+  STATIC_REQUIRE(widens_v<bf16, bool>);
+  STATIC_REQUIRE(!widens_v<std::int32_t, float>);
+  STATIC_REQUIRE(!widens_v<std::int32_t, std::int64_t>);
+  STATIC_REQUIRE(!widens_v<float, double>);
+  STATIC_REQUIRE(!widens_v<bf16, float>);
+  STATIC_REQUIRE(!widens_v<f16, bf16>);
+  STATIC_REQUIRE(!widens_v<bf16, std::int32_t>);
+  STATIC_REQUIRE(!widens_v<bool, std::int32_t>);
+  Tensor<std::int32_t, shape<3>> i{1, -2, 3};
+  Tensor<std::int64_t, shape<3>> wide = i * 2;
+  Tensor<double, shape<3>> d = i;
+  CHECK(wide(1) == -4);
+  CHECK(d(2) == 3.0);
+}
+
 TEST_CASE("cast: truncation, saturation and NaN are defined", "[basics][cast]") {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   Tensor<float, shape<10>> x{2.9f, -2.9f, -0.0f, nan, inf, -inf, 3e9f, -3e9f, 2147483520.0f, -2147483648.0f};
@@ -229,6 +251,17 @@ TEST_CASE("cast to and from the half types, vectorised", "[basics][cast]") {
   CHECK(g(0).bits == f16(0.1).bits);
   CHECK(std::isinf(float(g(1))));
   CHECK(float(g(2)) == 0.0f);
+  // A bf16 output of a GEMM is a cast in its fused store (as the CUDA tests and models write it).
+  const auto a = iota<bf16, shape<5, 12>>(0.125, -3);
+  const auto b = iota<bf16, shape<12, 7>>(-0.0625, 2);
+  const auto bias = iota<float, shape<7>>(0.5, -1);
+  Tensor<bf16, shape<5, 7>> y = cast<bf16>(relu(matmul(a, b) + bias));
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 7; ++j) {
+      float acc = 0;
+      for (index_t k = 0; k < 12; ++k) acc += float(a(i, k)) * float(b(k, j));
+      CHECK(y(i, j).bits == bf16(std::max(0.0f, acc + bias(j))).bits);
+    }
   Tensor<std::int32_t, shape<2>> n = cast<std::int32_t>(Tensor<bf16, shape<2>>{bf16(-7.5f), bf16(3e10f)});
   CHECK(n(0) == -7);
   CHECK(n(1) == std::numeric_limits<std::int32_t>::max());

@@ -1,5 +1,6 @@
 #pragma once
-// tenfold::cast<T>(x): x's elements converted to T, elementwise, with every result defined.
+// tenfold::cast<T>(x): x's elements converted to T, elementwise. It is the one explicit conversion: an
+// assignment converts implicitly only where nothing can be lost (widens_v in core/dtype.hpp).
 //
 // Every input has a defined result (no conversion here is undefined behaviour):
 //  - to bool: x != 0; NaN is true (as in C++ and NumPy). From bool: 0 or 1.
