@@ -52,7 +52,7 @@ TEST_CASE("type promotion", "[core]") {
   CHECK(q(0) == 0.5f);
   Tensor<int, shape<3>> m = i * 3 + 1;
   CHECK(m(2) == 10);
-  Tensor<bf16, shape<3>> h = f * 2.0f;
+  Tensor<bf16, shape<3>> h = cast<bf16>(f * 2.0f); // narrowing: explicit
   CHECK(float(h(1)) == 1.0f);
   Tensor<float, shape<3>> back = h + f;
   CHECK(back(2) == 1.5f);
@@ -127,9 +127,9 @@ void check_transposed_expression() {
   using In = shape<B, N, M>;
   using R = std::conditional_t<std::is_integral_v<T>, float, T>;
   rng g(3);
-  Tensor<T, In> x = floor(uniform<In, R>(g, -100, 100));
-  Tensor<T, shape<B, M, N>> y = floor(uniform<shape<B, M, N>, R>(g, -100, 100));
-  Tensor<T, shape<N>> bias = floor(uniform<shape<N>, R>(g, -100, 100));
+  Tensor<T, In> x = cast<T>(floor(uniform<In, R>(g, -100, 100)));
+  Tensor<T, shape<B, M, N>> y = cast<T>(floor(uniform<shape<B, M, N>, R>(g, -100, 100)));
+  Tensor<T, shape<N>> bias = cast<T>(floor(uniform<shape<N>, R>(g, -100, 100)));
   Tensor<T, shape<B, M, N>> out = permute<0, 2, 1>(x) * T(2) + y - bias;
   Tensor<T, shape<B, M, N>> plain = permute<0, 2, 1>(x);
   bool ok = true, ok_plain = true;
@@ -156,7 +156,7 @@ TEST_CASE("transposed operands at ragged and exact block sizes", "[core][transpo
 
 TEST_CASE("transpose into a half-precision tensor and of a flipped view", "[core][transpose]") {
   Tensor<float, shape<20, 18>> x = reshape<20, 18>(arange<float, 360>());
-  Tensor<bf16, shape<18, 20>> h = transpose(x);
+  Tensor<bf16, shape<18, 20>> h = cast<bf16>(transpose(x));
   Tensor<float, shape<18, 20>> f = transpose(flip<0>(x));
   for (int i = 0; i < 18; ++i)
     for (int j = 0; j < 20; ++j) {

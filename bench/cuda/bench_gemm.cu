@@ -17,8 +17,8 @@ void gemm_case(cublasHandle_t h) {
   rng gen(3);
   cuda::Tensor<bf16, S> a, b;
   cuda::Tensor<float, S> c, ref;
-  a = uniform<S>(gen, -1.0f, 1.0f);
-  b = uniform<S>(gen, -1.0f, 1.0f);
+  a = cast<bf16>(uniform<S>(gen, -1.0f, 1.0f));
+  b = cast<bf16>(uniform<S>(gen, -1.0f, 1.0f));
   const double ours = bench::median_ms([&] { c = matmul(a.expr(), b.expr()); }, 20);
   // The portable wmma kernel (what runs where there is no sm_90a code), for the record.
   cuda::detail::sm90::portable_only() = true;

@@ -19,6 +19,7 @@
 #include "tenfold/core/views.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/ops/api.hpp"
+#include "tenfold/ops/cast.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/linear.hpp"

@@ -1,11 +1,13 @@
 #pragma once
 // tenfold: everything that runs on the CPU. (tenfold/cuda.hpp adds the CUDA evaluator under nvcc.)
 #include "tenfold/core/tensor.hpp"
+#include "tenfold/core/tensor_map.hpp"
 #include "tenfold/core/views.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/chain.hpp"
 #include "tenfold/ops/api.hpp"
+#include "tenfold/ops/cast.hpp"
 #include "tenfold/ops/creation.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
@@ -14,3 +16,4 @@
 #include "tenfold/ops/pooling.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
+#include "tenfold/cpu/print.hpp"

@@ -75,8 +75,8 @@ TEST_CASE("a bf16 feed-forward block (tensor-core GEMMs with fused epilogues) ma
   const auto b = test::random_tensor<float, shape<D>>(-0.5, 0.5, 16);
   const auto b1 = test::random_tensor<float, shape<F>>(-0.5, 0.5, 17);
   // CPU: the same statements (16-bit intermediates are rounded where the device rounds them).
-  Tensor<bf16, shape<T, D>> h = layer_norm(x, g, b);
-  Tensor<bf16, shape<T, F>> u = gelu(matmul(h, w1) + b1);
+  Tensor<bf16, shape<T, D>> h = cast<bf16>(layer_norm(x, g, b));
+  Tensor<bf16, shape<T, F>> u = cast<bf16>(gelu(matmul(h, w1) + b1));
   const Tensor<float, shape<T, D>> want = x + matmul(u, w2);
   const Tensor<float, shape<T, D>> want_t = x + matmul(u, transpose(w2t));
 
@@ -90,8 +90,8 @@ TEST_CASE("a bf16 feed-forward block (tensor-core GEMMs with fused epilogues) ma
   cuda::Tensor<bf16, shape<T, D>> dh;
   cuda::Tensor<bf16, shape<T, F>> du;
   cuda::Tensor<float, shape<T, D>> out, out_t;
-  dh = layer_norm(dx.expr(), dg.expr(), db.expr());
-  du = gelu(matmul(dh.expr(), dw1.expr()) + db1.expr());
+  dh = cast<bf16>(layer_norm(dx.expr(), dg.expr(), db.expr()));
+  du = cast<bf16>(gelu(matmul(dh.expr(), dw1.expr()) + db1.expr()));
   out = dx.expr() + matmul(du.expr(), dw2.expr());
   out_t = dx.expr() + matmul(du.expr(), transpose(dw2t.expr()));
   // The bf16 intermediates could round differently on the two sides (2^-8 relative) where the f32

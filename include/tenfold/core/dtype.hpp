@@ -197,6 +197,33 @@ constexpr auto promote() {
 template <class A, class B>
 using promote_t = typename decltype(detail::promote<A, B>())::type;
 
+// The conversions an assignment makes implicitly: those whose destination holds every value of the
+// source's kind. bool -> anything; an integer -> a wider (or the same) integer, float or double; a half
+// -> float or double; float -> double. (int -> float rounds above 2^24, as NumPy's 'same_kind' allows;
+// an integer -> a half is refused: f16 cannot even hold int32's range.) Everything else narrows, and
+// needs tenfold::cast<T>(...), whose rounding and saturation are defined in ops/cast.hpp.
+template <class To, class From>
+inline constexpr bool widens_v = [] {
+  if constexpr (std::is_same_v<To, From> || std::is_same_v<From, bool>) return true;
+  else if constexpr (std::is_integral_v<From>)
+    return std::is_floating_point_v<To> ||
+           (std::is_integral_v<To> && !std::is_same_v<To, bool> && sizeof(To) >= sizeof(From));
+  else if constexpr (is_half_v<From>) return std::is_floating_point_v<To>;
+  else return std::is_same_v<From, float> && std::is_same_v<To, double>;
+}();
+
+namespace detail {
+// Instantiated by every assignment (tenfold::eval, Tensor's and TensorMap's operator=): the compiler's
+// note names the two element types.
+template <class To, class From>
+struct check_assignment {
+  static_assert(widens_v<To, From>,
+                "tenfold: assigning this expression would narrow its element type (to an integer from a floating "
+                "type, to a narrower type, or between bf16 and f16): convert explicitly with tenfold::cast<T>(expr)");
+  static constexpr bool ok = true;
+};
+} // namespace detail
+
 // Value conversion between element types. NaN converts to bool true, as in C++; a half to an integer
 // behaves like float to that integer (out of range is undefined).
 template <element To, element From>

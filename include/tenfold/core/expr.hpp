@@ -18,6 +18,8 @@
 namespace tenfold {
 template <class T, class S = shape<>>
 class Tensor;
+template <class T, class S>
+class TensorMap;
 
 // Every expression node derives from this, which also makes namespace tenfold (and so the operators)
 // reachable by argument-dependent lookup from any node. Nodes are aggregates; the deleted constructor
@@ -38,9 +40,16 @@ template <class E>
 inline constexpr bool is_tensor_v = false;
 template <class T, class S>
 inline constexpr bool is_tensor_v<Tensor<T, S>> = true;
+template <class T, class S>
+inline constexpr bool is_tensor_v<TensorMap<T, S>> = true;
+// A tensor that only borrows its elements (core/tensor_map.hpp): referenced even when a temporary.
+template <class E>
+inline constexpr bool borrows_elements_v = false;
+template <class T, class S>
+inline constexpr bool borrows_elements_v<TensorMap<T, S>> = true;
 } // namespace detail
 
-// Anything that can appear in an expression: a Tensor or an expression node.
+// Anything that can appear in an expression: a Tensor (or TensorMap) or an expression node.
 template <class E>
 concept expression = detail::is_node_v<E> || detail::is_tensor_v<std::remove_cvref_t<E>>;
 template <class X>
@@ -161,7 +170,7 @@ auto as_node(X&& x) {
   } else {
     using T = typename D::value_type;
     using S = typename D::shape_type;
-    if constexpr (std::is_lvalue_reference_v<X>) {
+    if constexpr (std::is_lvalue_reference_v<X> || borrows_elements_v<D>) {
       using E = std::remove_reference_t<decltype(*x.data())>; // const T for const tensors
       return leaf<E, S, canon(strides_of<S>), 0, ref_holder<E>>{{}, {x.data()}};
     } else {

@@ -34,6 +34,36 @@ auto reshape(X&& x) {
 }
 
 namespace detail {
+// Extents after merging axes [a, b] into one.
+template <class In, int Start, int End>
+constexpr auto flattened_dims() {
+  static_assert(check_axes<In, Start>::ok && check_axes<In, End>::ok);
+  constexpr int a = normalize_axis(Start, In::rank), b = normalize_axis(End, In::rank);
+  static_assert(a <= b, "tenfold::flatten<Start, End>: Start must not come after End");
+  dims_t<In::rank - (b - a)> d{};
+  for (int i = 0, k = 0; i < In::rank; ++i) {
+    if (i <= a || i > b) d[k++] = In::dims[i];
+    else d[k - 1] *= In::dims[i];
+  }
+  return d;
+}
+} // namespace detail
+
+// flatten(x): x as one axis, row-major (a 0-d x gives one element). flatten<Start, End>(x) merges only
+// axes Start..End, inclusive and negative from the end, as torch.flatten. A reshape: no copy where
+// reshape needs none (a contiguous tensor's flatten is a leaf over its elements).
+template <int Start = 0, int End = -1, expression X>
+auto flatten(X&& x) {
+  using In = detail::shape_of_t<X>;
+  if constexpr (In::rank == 0) return reshape<1>(std::forward<X>(x));
+  else {
+    static constexpr auto d = detail::flattened_dims<In, Start, End>();
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return reshape<d[I]...>(std::forward<X>(x)); }(
+        std::make_index_sequence<d.size()>{});
+  }
+}
+
+namespace detail {
 template <class In, int... P>
 struct check_permutation {
   static constexpr bool valid = [] {

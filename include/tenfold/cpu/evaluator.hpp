@@ -277,6 +277,7 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
+  static_assert(detail::check_assignment<typename O::value_type, typename N::value_type>::ok);
   using P = arena_plan<N>;
   std::unique_ptr<std::byte[], detail::aligned_delete> block;
   if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
@@ -291,6 +292,7 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
+  static_assert(detail::check_assignment<typename O::value_type, typename N::value_type>::ok);
   using P = arena_plan<N>;
   if (index_t(arena.size()) < P::bytes)
     throw error("tenfold::eval: the arena has " + std::to_string(arena.size()) + " bytes; this expression needs " +
