@@ -169,7 +169,7 @@ std::vector<std::vector<T>> make_values(const std::vector<domain>& doms, const s
   std::vector<std::vector<T>> v(arity);
   for (int k = 0; k < arity; ++k) {
     v[k].resize(sizes[k]);
-    for (auto& x : v[k]) x = draw<T>(doms[k], rng);
+    for (auto&& x : v[k]) x = draw<T>(doms[k], rng); // auto&&: std::vector<bool> hands out proxies
   }
   if (mode == fill::mixed) {
     for (int k = 0; k < arity; ++k) {
