@@ -146,9 +146,11 @@ struct logical_xor : binary<logical_xor, category::logical> {
   static constexpr bench_spec bench{.flops = 1};
 };
 
-// where(cond, a, b): cond is read as bool, a and b promote together.
+// where(cond, a, b): cond is read as bool, a and b promote together (numbers among them adopt their type;
+// the condition takes no part in it).
 struct where : ternary<where> {
   TENFOLD_OP_NAME(where);
+  static constexpr bool typed_operand(int k) { return k > 0; }
   template <class C, class A, class B>
   using result_type = arith_t<promote_t<A, B>>;
   template <class R, class C, class A, class B>
