@@ -164,14 +164,17 @@ struct where : ternary<where> {
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
-// clamp(x, lo, hi) = min(max(x, lo), hi); NaN in x propagates.
+// clamp(x, lo, hi) = minimum(maximum(x, lo), hi), as NumPy's clip and PyTorch's clamp: with lo > hi the
+// result is hi, and a NaN in x, lo or hi gives NaN.
 struct clamp : ternary<clamp> {
   TENFOLD_OP_NAME(clamp);
-  template <class T> TENFOLD_HD static T scalar(T x, T lo, T hi) { return x < lo ? lo : x > hi ? hi : x; }
-  template <class B> static B simd(const B& x, const B& lo, const B& hi) {
-    return xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x));
+  template <class T> TENFOLD_HD static T scalar(T x, T lo, T hi) { return minimum::scalar(maximum::scalar(x, lo), hi); }
+  template <class B> static B simd(const B& x, const B& lo, const B& hi) { return minimum::simd(maximum::simd(x, lo), hi); }
+  static long double reference(long double x, long double lo, long double hi) {
+    if (std::isnan(x) || std::isnan(lo) || std::isnan(hi)) return NAN;
+    const long double m = x > lo ? x : lo; // NumPy's maximum and minimum: the second operand when equal (±0)
+    return m < hi ? m : hi;
   }
-  static long double reference(long double x, long double lo, long double hi) { return x < lo ? lo : x > hi ? hi : x; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };
