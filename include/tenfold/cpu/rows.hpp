@@ -134,8 +134,10 @@ struct simd_ok<map_node<Op, C...>, L> {
   static constexpr bool value = [] {
     // Not a lane type (void: a tree of bool tensors only): it runs element by element, and batches of
     // it must not even be named (xsimd::batch_bool<void> is a hard error, not a failed requirement).
-    if constexpr (!lane_type_v<L>) return false;
-    else return (simd_ok<C, L>::value && ...) && types_ok && requires(const node_batch<C, L>&... b) { Op::simd(b...); };
+    // Nor is Op::simd named where an operand is not vectorised: its deduced return type would instantiate
+    // its body for batches it does not take (isnan of a bool tensor's batch_bool).
+    if constexpr (!lane_type_v<L> || !(simd_ok<C, L>::value && ...) || !types_ok) return false;
+    else return requires(const node_batch<C, L>&... b) { Op::simd(b...); };
   }();
 };
 

@@ -96,8 +96,12 @@ auto to_node(X&& x) {
   if constexpr (expression<X>) return as_node(std::forward<X>(x));
   else if constexpr (is_literal_v<std::remove_cvref_t<X>>) return to_node<Common>(std::remove_cvref_t<X>::value);
   else {
+    // A number of a higher kind than the tensors' type takes its own: a floating number makes an integer or
+    // bool tensor float32, an integer makes a bool tensor int32 (or int64): bool_tensor + 2 adds 2.
     using S = std::remove_cvref_t<X>;
-    using T = std::conditional_t<(std::is_floating_point_v<S> || is_half_v<S>) && !is_floating_v<Common>, float, Common>;
+    using T = std::conditional_t<(std::is_floating_point_v<S> || is_half_v<S>) && !is_floating_v<Common>, float,
+                                 std::conditional_t<std::is_integral_v<S> && !std::is_same_v<S, bool> && std::is_same_v<Common, bool>,
+                                                    natural_element_t<S>, Common>>;
     return scalar_node<T>{{}, static_cast<compute_t<T>>(x)};
   }
 }

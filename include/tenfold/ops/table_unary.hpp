@@ -48,6 +48,13 @@ B redo_lanes(const B& r, const B& a, const B& b, const M& redo, F f) {
 template <class B>
 concept float_batch = std::is_same_v<typename B::value_type, float>;
 inline constexpr long double ln2 = 0.693147180559945309417232121458176568L;
+// floor, ceil, trunc and round give a result with x's sign (floor(-0) = -0, ceil(-0.5) = -0); xsimd's SSE2
+// emulations of them return +0 there.
+template <class B>
+B with_sign_of(const B& r, const B& x) {
+  if constexpr (std::is_floating_point_v<typename B::value_type>) return xsimd::copysign(r, x);
+  else return r;
+}
 } // namespace sc
 
 #define TENFOLD_OP_NAME(n) static constexpr std::string_view name = #n
@@ -73,12 +80,12 @@ struct abs : unary<abs, category::arith> {
 };
 struct sign : unary<sign, category::arith> {
   TENFOLD_OP_NAME(sign);
-  // sign(±0) = ±0 and sign(NaN) = NaN, as in NumPy.
-  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
+  // sign(±0) = +0 and sign(NaN) = NaN, as NumPy's (np.sign(-0.0) is 0.0): x + 0 is +0 for ±0 and NaN for NaN.
+  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(x + T(0)); }
   template <class B> static B simd(const B& x) {
-    return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x));
+    return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x + B(0)));
   }
-  static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
+  static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : std::isnan(x) ? x : 0; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };
@@ -143,7 +150,8 @@ struct exp2 : unary<exp2> {
 struct expm1 : unary<expm1> {
   TENFOLD_OP_NAME(expm1);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::expm1(x); }
-  template <class B> static B simd(const B& x) { return xsimd::expm1(x); }
+  // xsimd::expm1(-0) is +0: zeros pass through.
+  template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::expm1(x)); }
   static long double reference(long double x) { return std::expm1(x); }
   static constexpr test_spec test{.lo = -30, .hi = 80, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -177,7 +185,8 @@ struct log2 : unary<log2> {
 struct log1p : unary<log1p> {
   TENFOLD_OP_NAME(log1p);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::log1p(x); }
-  template <class B> static B simd(const B& x) { return xsimd::log1p(x); }
+  // xsimd::log1p(-0) is +0: zeros pass through.
+  template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::log1p(x)); }
   static long double reference(long double x) { return std::log1p(x); }
   static constexpr test_spec test{.lo = -0.999, .hi = 1e6, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -319,7 +328,7 @@ struct floor : unary<floor, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::floor(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::floor(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::floor(x), x); }
   static long double reference(long double x) { return std::floor(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -330,7 +339,7 @@ struct ceil : unary<ceil, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::ceil(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::ceil(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::ceil(x), x); }
   static long double reference(long double x) { return std::ceil(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -342,11 +351,11 @@ struct round : unary<round, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::nearbyint(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::nearbyint(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::nearbyint(x), x); }
   static long double reference(long double x) {
     const long double f = std::floor(x), d = x - f;
-    if (d != 0.5L) return std::floor(x + 0.5L);
-    return std::fmod(f, 2.0L) == 0 ? f : f + 1;
+    const long double r = d != 0.5L ? std::floor(x + 0.5L) : std::fmod(f, 2.0L) == 0 ? f : f + 1;
+    return r == 0 ? std::copysign(0.0L, x) : r; // np.round(-0.25) is -0.0
   }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -357,7 +366,7 @@ struct trunc : unary<trunc, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::trunc(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::trunc(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::trunc(x), x); }
   static long double reference(long double x) { return std::trunc(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -387,8 +396,9 @@ struct gelu : unary<gelu> {
   TENFOLD_OP_NAME(gelu);
   template <class T> TENFOLD_HD static T scalar(T x) { return T(0.5) * x * std::erfc(x * T(-0.70710678118654752440)); }
   // Float only: xsimd's double erfc is off by 30 ulps near 0.65 and by 10^4..10^6 ulps beyond 2.2.
+  // (abs: xsimd's erfc of a huge argument is -0, which made gelu of a huge negative +0.)
   template <sc::float_batch B> static B simd(const B& x) {
-    return B(0.5) * x * xsimd::erfc(x * B(-0.70710678118654752440));
+    return B(0.5) * x * xsimd::abs(xsimd::erfc(x * B(-0.70710678118654752440)));
   }
   static long double reference(long double x) { return 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); }
   static constexpr test_spec test{.lo = -12, .hi = 12, .ulps = 4, .abs_tol = 1e-7};
@@ -413,7 +423,7 @@ struct gelu_tanh : unary<gelu_tanh> {
 struct elu : unary<elu> {
   TENFOLD_OP_NAME(elu);
   template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? x : std::expm1(x); }
-  template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, xsimd::expm1(x)); }
+  template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, expm1::simd(x)); }
   static long double reference(long double x) { return x > 0 ? x : std::expm1(x); }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -425,7 +435,7 @@ struct selu : unary<selu> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(scale) * (x > T(0) ? x : T(alpha) * std::expm1(x)); }
   template <class B> static B simd(const B& x) {
     using T = typename B::value_type;
-    return B(T(scale)) * xsimd::select(x > B(0), x, B(T(alpha)) * xsimd::expm1(x));
+    return B(T(scale)) * xsimd::select(x > B(0), x, B(T(alpha)) * expm1::simd(x));
   }
   static long double reference(long double x) {
     return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * std::expm1(x));
