@@ -48,6 +48,12 @@ B redo_lanes(const B& r, const B& a, const B& b, const M& redo, F f) {
 template <class B>
 concept float_batch = std::is_same_v<typename B::value_type, float>;
 inline constexpr long double ln2 = 0.693147180559945309417232121458176568L;
+// Below this x, e^x is under T's normal range (-87.3 in float, -708.4 in double). In double, not long
+// double: scalar functions run on CUDA devices, which have no long double.
+template <class T>
+TENFOLD_HD constexpr T exp_underflow() {
+  return T(double(std::numeric_limits<T>::min_exponent - 1) * 0.693147180559945309417);
+}
 // floor, ceil, trunc and round give a result with x's sign (floor(-0) = -0, ceil(-0.5) = -0); xsimd's SSE2
 // emulations of them return +0 there.
 template <class B>
@@ -133,14 +139,15 @@ struct exp : unary<exp> {
 struct exp2 : unary<exp2> {
   TENFOLD_OP_NAME(exp2);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::exp2(x); }
-  // As exp: xsimd::exp2 flushes subnormal results to zero and, in float, overflows from 127, not 128.
+  // As exp: xsimd::exp2 flushes subnormal results to zero and overflows from max_exponent - 1 (127 in
+  // float, 1023 in double: that point included), not from max_exponent.
   template <class B> static B simd(const B& x) {
     using T = typename B::value_type;
     using lim = std::numeric_limits<T>;
     const B r = xsimd::exp2(x);
     if (!xsimd::any(xsimd::abs(x) > B(T(1 - lim::min_exponent)))) return r;
     const auto redo = (x < B(T(lim::min_exponent - 1)) && x > B(T(lim::min_exponent - lim::digits - 1))) ||
-                      (x > B(T(lim::max_exponent - 1)) && x <= B(T(lim::max_exponent)));
+                      (x >= B(T(lim::max_exponent - 1)) && x <= B(T(lim::max_exponent)));
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp2(v); });
   }
   static long double reference(long double x) { return std::exp2(x); }
@@ -150,10 +157,16 @@ struct exp2 : unary<exp2> {
 struct expm1 : unary<expm1> {
   TENFOLD_OP_NAME(expm1);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::expm1(x); }
-  // xsimd::expm1(-0) is +0: zeros pass through.
-  template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::expm1(x)); }
+  // xsimd::expm1(-0) is +0: zeros pass through. Like exp, it overflows early (float: from 88.38, not
+  // 88.72; double: short of 709.78): the lanes past (max_exponent - 1) ln 2 take std::expm1.
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const B r = xsimd::select(x == B(0), x, xsimd::expm1(x));
+    const auto redo = x > B(T((std::numeric_limits<T>::max_exponent - 1) * sc::ln2)) && x < B(std::numeric_limits<T>::infinity());
+    return sc::redo_lanes(r, x, redo, [](T v) { return std::expm1(v); });
+  }
   static long double reference(long double x) { return std::expm1(x); }
-  static constexpr test_spec test{.lo = -30, .hi = 80, .ulps = 2};
+  static constexpr test_spec test{.lo = -30, .hi = 88.7, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
 struct log : unary<log> {
@@ -299,7 +312,10 @@ struct asinh : unary<asinh> {
 struct acosh : unary<acosh> {
   TENFOLD_OP_NAME(acosh);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::acosh(x); }
-  template <class B> static B simd(const B& x) { return xsimd::acosh(x); }
+  // xsimd::acosh of x < 1 is not NaN (±inf, 0 or a number for large negatives): those lanes are NaN.
+  template <class B> static B simd(const B& x) {
+    return xsimd::select(x < B(1), B(std::numeric_limits<typename B::value_type>::quiet_NaN()), xsimd::acosh(x));
+  }
   static long double reference(long double x) { return std::acosh(x); }
   static constexpr test_spec test{.lo = 1, .hi = 1e4, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -374,19 +390,38 @@ struct trunc : unary<trunc, category::arith> {
 
 struct sigmoid : unary<sigmoid> {
   TENFOLD_OP_NAME(sigmoid);
-  template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
-  template <class B> static B simd(const B& x) { return B(1) / (B(1) + exp::simd(-x)); }
+  // Below (min_exponent - 1) ln 2 (-87.3 in float, -708.4 in double) e^x is under the normal range, so
+  // 1 + e^x rounds to 1 and sigmoid(x) is e^x, computed directly: 1 / (1 + e^-x) would overflow e^-x
+  // (from -88.7 in float) and give 0 where the result is a subnormal number.
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return x < sc::exp_underflow<T>() ? std::exp(x) : T(1) / (T(1) + std::exp(-x));
+  }
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const auto tail = x < B(sc::exp_underflow<T>());
+    return sc::redo_lanes(B(1) / (B(1) + exp::simd(-x)), x, tail, [](T v) { return std::exp(v); });
+  }
   static long double reference(long double x) { return 1 / (1 + std::exp(-x)); }
-  // From -88: below -88.7 e^-x overflows in float and the result, under 3e-39 (subnormal), becomes 0.
-  static constexpr test_spec test{.lo = -88, .hi = 100, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 100, .ulps = 3};
   static constexpr bench_spec bench{.flops = 22};
 };
 struct silu : unary<silu> {
   TENFOLD_OP_NAME(silu);
-  template <class T> TENFOLD_HD static T scalar(T x) { return x / (T(1) + std::exp(-x)); }
-  template <class B> static B simd(const B& x) { return x / (B(1) + xsimd::exp(-x)); }
+  // x / (1 + e^-x), except below (min_exponent - 1) ln 2, where 1 + e^x rounds to 1 and silu(x) is x e^x,
+  // a subnormal number or nearly: x e^(x + 64) e^-64 keeps every intermediate normal (x + 64 is exact
+  // there), where x / (1 + e^-x) overflowed e^-x (from -88.7 in float) into -0 and x e^x would multiply
+  // the few digits of a subnormal e^x by |x|.
+  template <class T> TENFOLD_HD static T tail(T x) { return x * std::exp(x + T(64)) * T(1.60381089054863785e-28); }
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return x < sc::exp_underflow<T>() ? tail(x) : x / (T(1) + std::exp(-x));
+  }
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const auto low = x < B(sc::exp_underflow<T>());
+    return sc::redo_lanes(x / (B(1) + xsimd::exp(-x)), x, low, [](T v) { return tail(v); });
+  }
   static long double reference(long double x) { return x / (1 + std::exp(-x)); }
-  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 23};
 };
 // gelu(x) = x Φ(x), written with erfc so that the left tail does not cancel to zero. It still loses relative
@@ -450,10 +485,11 @@ struct softplus : unary<softplus> {
     return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
   }
   template <class B> static B simd(const B& x) {
-    return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(xsimd::exp(-xsimd::abs(x)));
+    // exp::simd, not xsimd::exp: the latter flushes e^-|x| to zero where it is subnormal (|x| > 87.3 in float).
+    return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(exp::simd(-xsimd::abs(x)));
   }
   static long double reference(long double x) { return (x > 0 ? x : 0) + std::log1p(std::exp(-std::fabs(x))); }
-  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 45};
 };
 
