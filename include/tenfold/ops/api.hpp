@@ -229,6 +229,31 @@ TENFOLD_REDUCTION(logsumexp, logsumexp) TENFOLD_REDUCTION(norm, norm)
 #undef TENFOLD_ELEMENTWISE
 #undef TENFOLD_REDUCTION
 
+// var and std divide by n - correction: 1 by default (Bessel's correction, PyTorch's default), or as given:
+// var(x, correction<0>) is the population variance (NumPy's default), var(x, axis<1>, keepdims, correction<0>).
+template <int C>
+struct correction_t {
+  static_assert(C >= 0, "tenfold: var / std: the correction (ddof) must be non-negative");
+};
+template <int C>
+inline constexpr correction_t<C> correction{};
+#define TENFOLD_CORRECTED(n, root)                                                                     \
+  template <expression X, int C>                                                                     \
+  auto n(X&& x, correction_t<C>) {                                                                   \
+    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), axes_t<>{});            \
+  }                                                                                                  \
+  template <expression X, int... A, int C>                                                           \
+  auto n(X&& x, axes_t<A...> a, correction_t<C>) {                                                   \
+    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), a);                     \
+  }                                                                                                  \
+  template <expression X, int... A, int C>                                                           \
+  auto n(X&& x, axes_t<A...> a, keepdims_t, correction_t<C>) {                                       \
+    return detail::reduce<ops::variance<root, C>, true>(std::forward<X>(x), a);                      \
+  }
+TENFOLD_CORRECTED(var, false)
+TENFOLD_CORRECTED(std, true)
+#undef TENFOLD_CORRECTED
+
 // cumsum(x, axis<k>), cumprod(x, axis<k>): inclusive scans.
 template <expression X, int A>
 auto cumsum(X&& x, axes_t<A>) {
