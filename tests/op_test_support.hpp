@@ -169,7 +169,7 @@ std::vector<std::vector<T>> make_values(const std::vector<domain>& doms, const s
   std::vector<std::vector<T>> v(arity);
   for (int k = 0; k < arity; ++k) {
     v[k].resize(sizes[k]);
-    for (auto& x : v[k]) x = draw<T>(doms[k], rng);
+    for (auto&& x : v[k]) x = draw<T>(doms[k], rng); // auto&&: std::vector<bool> hands out proxies
   }
   if (mode == fill::mixed) {
     for (int k = 0; k < arity; ++k) {
@@ -265,6 +265,9 @@ bool check_value(report& rep, index_t at, const long double* in, int n, R got_r,
   } else {
     err = ulp_error<R>(got, expected);
     ok = err <= tolerance_ulps<R>(s) || (s.abs_tol > 0 && std::fabs(got - expected) <= s.abs_tol);
+    // An exact zero must carry the reference's sign (sign(-0) is +0, expm1(-0) is -0). Where the result
+    // only rounds to zero (an absolute tolerance), the sign is not asked for.
+    if (ok && got == 0 && expected == 0 && std::signbit(got) != std::signbit(expected)) ok = false, err = 1;
   }
   if (std::isfinite(err) && err > rep.worst) rep.worst = err;
   if (!ok) rep.fail(at, in, n, got, expected, err);
@@ -278,9 +281,13 @@ std::string shape_str() {
   return s + "]";
 }
 
-template <class Op, std::size_t... I>
+// An entry whose integer results differ from its real-valued reference (fmod(x, 0) is 0 for integers,
+// NaN for floating types) says so with an integer_reference.
+template <class Op, class R = long double, std::size_t... I>
 long double call_reference(const long double* in, std::index_sequence<I...>) {
-  return static_cast<long double>(Op::reference(in[I]...));
+  if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool> && requires { Op::integer_reference(in[I]...); })
+    return static_cast<long double>(Op::integer_reference(in[I]...));
+  else return static_cast<long double>(Op::reference(in[I]...));
 }
 } // namespace tenfold::test
 
@@ -304,7 +311,7 @@ void check_outputs(const std::string& what, const R* out, index_t n, const std::
   report rep{std::string(Op::name) + " " + what};
   for (index_t o = 0; o < n; ++o) {
     const long double* x = in.data() + o * Op::arity;
-    check_value(rep, o, x, Op::arity, out[o], call_reference<Op>(x, std::make_index_sequence<Op::arity>{}), Op::test);
+    check_value(rep, o, x, Op::arity, out[o], call_reference<Op, R>(x, std::make_index_sequence<Op::arity>{}), Op::test);
   }
   rep.finish();
 }
@@ -447,5 +454,119 @@ void view_layouts() {
   transposed_case<Op, T>();
   broadcast_case<Op, T>();
   if constexpr (Op::arity >= 2) scalar_case<Op, T>();
+}
+} // namespace tenfold::test
+
+// ---- domain ends of unary ops -----------------------------------------------------------------------------
+// Every unary entry at the ends of its type's range rather than inside its test domain: ±0, ±inf, NaN,
+// subnormals, the extremes, a sweep over every binade of both signs, and, wherever the reference changes
+// class between two sweep points (finite to overflowing, normal to subnormal to zero, a number to NaN), the
+// exact threshold in T found by bisection and the values a few ulps either side of it. Checked through
+// the vectorised evaluator (a contiguous [4099] tensor, the shape contiguous_layouts already instantiates)
+// and through the scalar function alone (what the scalar tails and the CUDA kernels run).
+namespace tenfold::test {
+
+// T's values in order, as integers (for bisection between two of them).
+template <class T>
+using ordinal_t = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+template <class T>
+ordinal_t<T> ordinal_of(T x) {
+  using U = std::make_unsigned_t<ordinal_t<T>>;
+  const U u = std::bit_cast<U>(x), sign = U(1) << (sizeof(T) * 8 - 1);
+  return (u & sign) ? -ordinal_t<T>(u & ~sign) : ordinal_t<T>(u);
+}
+template <class T>
+T value_of(ordinal_t<T> o) {
+  using U = std::make_unsigned_t<ordinal_t<T>>;
+  const U sign = U(1) << (sizeof(T) * 8 - 1);
+  return std::bit_cast<T>(o < 0 ? U(-o) | sign : U(o));
+}
+
+// What a reference value becomes in T: 0 NaN, 1 rounds to ±0, 2 subnormal, 3 normal, 4 overflows.
+template <class T>
+int value_class(long double r) {
+  using lim = std::numeric_limits<T>;
+  if (std::isnan(r)) return 0;
+  const long double a = std::fabs(r);
+  if (a <= to_ld(lim::denorm_min()) / 2) return 1;
+  if (a < to_ld(lim::min())) return 2;
+  const long double overflow = std::ldexp(2.0L - std::ldexp(1.0L, -lim::digits), lim::max_exponent - 1);
+  return a < overflow ? 3 : 4;
+}
+
+// One value of the entry as tenfold computes it: the scalar function (Simd = false) or the SIMD one on a
+// batch of x (true; the scalar one where the entry has none for T).
+template <class Op, class T, bool Simd>
+long double computed(T x) {
+  using R = typename Op::template result_type<T>;
+  if constexpr (Simd && requires(const xsimd::batch<T>& b) { Op::simd(b); }) {
+    if constexpr (std::is_same_v<R, bool>) return Op::simd(xsimd::batch<T>(x)).get(0);
+    else return to_ld(Op::simd(xsimd::batch<T>(x)).get(0));
+  } else {
+    return to_ld(convert<R>(Op::template apply<R>(static_cast<compute_t<T>>(x))));
+  }
+}
+
+template <class Op, class T>
+std::vector<T> edge_values() {
+  using lim = std::numeric_limits<T>;
+  std::vector<T> v{T(0), -T(0), lim::infinity(), -lim::infinity(), lim::quiet_NaN(), lim::denorm_min(),
+                   -lim::denorm_min(), lim::min(), -lim::min(), lim::max(), lim::lowest(), T(1), T(-1)};
+  // A sweep over every binade at eight points, for both signs.
+  std::vector<T> sweep;
+  for (int e = lim::min_exponent - lim::digits; e < lim::max_exponent; ++e)
+    for (int k = 0; k < 8; ++k) sweep.push_back(T(std::ldexp(1.0L + k / 8.0L, e)));
+  sweep.push_back(lim::max());
+  // Where the reference, the scalar function or the SIMD one changes class between two sweep points, the
+  // first value of the new class (by bisection) and three on each side of it: the thresholds of the
+  // reference and any early ones of the implementation.
+  auto classes = [](T x) {
+    return std::array<int, 3>{value_class<T>(Op::reference(to_ld(x))), value_class<T>(computed<Op, T, false>(x)),
+                              value_class<T>(computed<Op, T, true>(x))};
+  };
+  for (int s : {1, -1}) {
+    T prev = s > 0 ? T(0) : -T(0);
+    auto cp = classes(prev);
+    for (T m : sweep) {
+      const T x = T(s) * m;
+      const auto cx = classes(x);
+      v.push_back(x);
+      for (int c = 0; c < 3; ++c) {
+        if (cp[c] == cx[c]) continue;
+        ordinal_t<T> a = ordinal_of(prev), b = ordinal_of(x);
+        while ((b > a ? b - a : a - b) > 1) {
+          const ordinal_t<T> mid = a + (b - a) / 2;
+          (classes(value_of<T>(mid))[c] == cx[c] ? b : a) = mid;
+        }
+        for (int k = -3; k <= 3; ++k) v.push_back(value_of<T>(b + (b > a ? k : -k)));
+      }
+      prev = x, cp = cx;
+    }
+  }
+  return v;
+}
+
+template <class Op, class T>
+void edge_case() {
+  constexpr index_t N = 4099;
+  using R = typename Op::template result_type<T>;
+  const std::vector<T> v = edge_values<Op, T>();
+  report rep_scalar{std::string(Op::name) + " " + std::string(type_name<T>()) + " domain ends, scalar function"};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const long double x = to_ld(v[i]);
+    const R got = convert<R>(Op::template apply<R>(static_cast<compute_t<T>>(v[i])));
+    check_value(rep_scalar, index_t(i), &x, 1, got, static_cast<long double>(Op::reference(x)), Op::test);
+  }
+  rep_scalar.finish();
+  // The same values through the evaluator, N at a time (the last chunk padded with its own first values).
+  for (std::size_t base = 0; base < v.size(); base += N) {
+    Tensor<T, shape<N>> t;
+    for (index_t i = 0; i < N; ++i) t.data()[i] = v[base + std::size_t(i) % std::min<std::size_t>(N, v.size() - base)];
+    auto e = detail::make_map<Op>(t);
+    Tensor<typename decltype(e)::value_type, shape<N>> out = e;
+    std::vector<long double> in(N);
+    for (index_t i = 0; i < N; ++i) in[i] = to_ld(t.data()[i]);
+    check_outputs<Op>(std::string(type_name<T>()) + " domain ends, evaluator", out.data(), N, in);
+  }
 }
 } // namespace tenfold::test

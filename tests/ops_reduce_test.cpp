@@ -46,6 +46,66 @@ TEST_CASE("NaN propagates through max and min, argmax and argmin return the firs
   CHECK(all_arg() == 3 * 37 + 5); // the first NaN in row-major order
 }
 
+// ---- var and std -------------------------------------------------------------------------------------------
+namespace {
+// Σ (x - mean)² / (n - c) in long double, two-pass.
+long double var_reference(const std::vector<long double>& x, int c) {
+  long double m = 0, s = 0;
+  for (long double v : x) m += v;
+  m /= x.size();
+  for (long double v : x) s += (v - m) * (v - m);
+  return s / (static_cast<long double>(x.size()) - c);
+}
+template <int C>
+void check_var_far_from_zero(const Tensor<float, shape<6, 5000>>& x) {
+  constexpr auto corr = correction<C>;
+  auto rel = [](long double got, long double want) { return std::fabs(got - want) / want; };
+  Tensor<float, shape<6>> rows = var(x, axis<1>, corr), rows_std = tenfold::std(x, axis<1>, corr);
+  Tensor<float, shape<6, 5000>> fused = x * 0.0f + var(x, axis<1>, keepdims, corr); // the row-fused path
+  Tensor<float, shape<5000>> cols = var(x, axis<0>, corr);                           // innermost axis kept
+  Tensor<float> whole = var(x, corr);
+  long double worst = 0;
+  std::vector<long double> all;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<long double> r;
+    for (int j = 0; j < 5000; ++j) r.push_back(x(i, j)), all.push_back(x(i, j));
+    const long double want = var_reference(r, C);
+    worst = std::max({worst, rel(rows(i), want), rel(fused(i, 4999), want), rel(rows_std(i), std::sqrt(want))});
+  }
+  for (int j = 0; j < 5000; j += 7) {
+    std::vector<long double> c;
+    for (int i = 0; i < 6; ++i) c.push_back(x(i, j));
+    worst = std::max(worst, rel(cols(j), var_reference(c, C)));
+  }
+  worst = std::max(worst, rel(whole(), var_reference(all, C)));
+  INFO("correction " << C << ": worst relative error " << double(worst));
+  CHECK(worst <= 4e-7); // float's ulp is 1.2e-7 relative at most
+}
+} // namespace
+
+// Issue 13: single-pass float Welford gave 4e-4 relative error on data with mean 1e4 and unit spread.
+TEST_CASE("var and std of float data far from zero, along rows, columns, whole and row-fused; correction (ddof)",
+          "[ops][reduce][var]") {
+  std::mt19937_64 rng(13);
+  std::normal_distribution<float> d(1e4f, 1.0f);
+  Tensor<float, shape<6, 5000>> x;
+  for (float& v : x) v = d(rng);
+  check_var_far_from_zero<1>(x); // PyTorch's default, also var(x)'s
+  check_var_far_from_zero<0>(x); // NumPy's default
+  check_var_far_from_zero<2>(x);
+  // The default is correction 1; n - correction <= 0 divides by 0, as NumPy and PyTorch do: NaN for one
+  // element (0 / 0), inf otherwise (np.std([1, 2, 4], ddof=3) is inf).
+  STATIC_REQUIRE(std::is_same_v<decltype(var(x, axis<1>)), decltype(var(x, axis<1>, correction<1>))>);
+  Tensor<float, shape<1, 3>> one{};
+  one(0, 0) = 1, one(0, 1) = 2, one(0, 2) = 4;
+  Tensor<float, shape<3>> single = var(one, axis<0>);
+  Tensor<float> three = var(one), three0 = var(one, correction<0>), three3 = tenfold::std(one, correction<3>);
+  CHECK(std::isnan(single(0)));
+  CHECK(three() == Approx(7.0 / 3).epsilon(1e-6));  // mean 7/3, Σ d² = 14/3, / 2
+  CHECK(three0() == Approx(14.0 / 9).epsilon(1e-6));
+  CHECK(std::isinf(three3()));
+}
+
 // ---- scans -----------------------------------------------------------------------------------------------
 namespace {
 // cumsum/cumprod (Op = sum/prod) along Axis of x (holding v, shape S), against a long-double prefix.

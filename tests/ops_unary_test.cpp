@@ -1,5 +1,6 @@
 // Unary ops, generated from the op table: every entry of ops::unary_ops against its long-double reference,
-// on random inputs inside its domain and on its special values. This file: float32, contiguous operands.
+// on random inputs inside its domain and on its special values, and at the ends of the type's range (edge_case
+// in op_test_support.hpp). This file: float32, contiguous operands.
 // (ops_unary_views_test: strided, transposed and broadcast operands; ops_unary_f64_test: float64. They are
 // separate executables only to keep each file's compile time near a minute.)
 #include <set>
@@ -43,4 +44,9 @@ TEST_CASE("op table: every entry carries a sane test spec", "[ops][table]") {
 
 TEST_CASE("unary ops: float32, contiguous, sizes 1 to 1000003 and every special value", "[ops][unary]") {
   ops::unary_ops::for_each([]<class Op>() { contiguous_layouts<Op, float>(); });
+}
+
+TEST_CASE("unary ops: float32 at the ends of its range (overflow and underflow thresholds, subnormals, ±0, ±inf, NaN)",
+          "[ops][unary][edges]") {
+  ops::unary_ops::for_each([]<class Op>() { edge_case<Op, float>(); });
 }

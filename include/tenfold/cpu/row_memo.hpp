@@ -6,12 +6,16 @@
 // reductions it computes are remembered by their node's type and bytes and the reduced index.
 // Equal bytes mean the same operands (nodes are plain aggregates of pointers and numbers; unequal
 // padding only costs a recomputation), and nothing is written between two reads inside one scope:
-// the row's stores start after all of its reductions are taken.
+// the row's stores start after all of its reductions are taken. Reductions whose ops run the same
+// accumulation (an op that declares `using accumulation = Other;`, as log_softmax's max and log-sum
+// halves do) share one entry: the node is keyed as the reduction of that accumulation, and only the
+// finalize step, applied by the reader, differs.
 #include <array>
 #include <cstring>
 #include <type_traits>
 
 #include "tenfold/core/config.hpp"
+#include "tenfold/core/reduce_node.hpp"
 
 namespace tenfold::cpu {
 
@@ -49,6 +53,19 @@ struct no_memo_scope {};
 template <class T>
 inline constexpr char memo_type_tag = 0;
 
+template <class N>
+struct memo_identity {
+  using type = N;
+};
+template <class Op, class C, auto Mask, bool Keep>
+  requires requires { typename Op::accumulation; }
+struct memo_identity<detail::reduce_node<Op, C, Mask, Keep>> {
+  using type = detail::reduce_node<typename Op::accumulation, C, Mask, Keep>;
+  static_assert(sizeof(type) == sizeof(detail::reduce_node<Op, C, Mask, Keep>));
+};
+template <class N>
+using memo_identity_t = typename memo_identity<N>::type;
+
 // compute() for reduction node `n` at reduced index `idx` (R entries), or its remembered value.
 template <class N, int R, class F>
 auto memo_reduce(const N& n, const index_t* idx, F&& compute) {
@@ -63,7 +80,7 @@ auto memo_reduce(const N& n, const index_t* idx, F&& compute) {
       if constexpr (R > 0) std::memcpy(key + sizeof(N), idx, sizeof(index_t) * R);
       for (int i = 0; i < m->count; ++i) {
         const auto& e = m->entries[i];
-        if (e.type == &memo_type_tag<N> && e.size == size && std::memcmp(e.key, key, size) == 0) {
+        if (e.type == &memo_type_tag<memo_identity_t<N>> && e.size == size && std::memcmp(e.key, key, size) == 0) {
           A a;
           std::memcpy(static_cast<void*>(&a), e.value, sizeof(A));
           return a;
@@ -72,7 +89,7 @@ auto memo_reduce(const N& n, const index_t* idx, F&& compute) {
       const A a = compute();
       if (m->count < row_memo::capacity) {
         auto& e = m->entries[m->count++];
-        e.type = &memo_type_tag<N>;
+        e.type = &memo_type_tag<memo_identity_t<N>>;
         e.size = size;
         std::memcpy(e.key, key, size);
         std::memcpy(e.value, static_cast<const void*>(&a), sizeof(A));

@@ -131,8 +131,14 @@ struct simd_ok<map_node<Op, C...>, L> {
       return std::is_same_v<typename Op::template operating_type<typename C::value_type...>, L>;
     else return std::is_same_v<compute_t<V>, L>;
   }();
-  static constexpr bool value = (simd_ok<C, L>::value && ...) && types_ok &&
-                                requires(const node_batch<C, L>&... b) { Op::simd(b...); };
+  static constexpr bool value = [] {
+    // Not a lane type (void: a tree of bool tensors only): it runs element by element, and batches of
+    // it must not even be named (xsimd::batch_bool<void> is a hard error, not a failed requirement).
+    // Nor is Op::simd named where an operand is not vectorised: its deduced return type would instantiate
+    // its body for batches it does not take (isnan of a bool tensor's batch_bool).
+    if constexpr (!lane_type_v<L> || !(simd_ok<C, L>::value && ...) || !types_ok) return false;
+    else return requires(const node_batch<C, L>&... b) { Op::simd(b...); };
+  }();
 };
 
 // ---- rows ------------------------------------------------------------------------------------------

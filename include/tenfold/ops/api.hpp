@@ -1,5 +1,5 @@
 #pragma once
-// The user-facing functions, generated from the op table: one function object per entry, NumPy
+// The user-facing functions, generated from the op table: one function template per entry, NumPy
 // broadcasting and scalar operands for the elementwise ones, axis lists and keepdims for reductions.
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
@@ -13,6 +13,9 @@ concept operand = expression<X> || arithmetic_scalar<X> || detail::is_literal_v<
 
 namespace detail {
 
+// Element types of the operands: a tensor expression's own; a number's (or literal's) "natural" type,
+// which counts only when no tensor operand sets the type (where(c, 1.0f, 0)): bool, int32 for integers
+// up to 32 bits, int64 above, float for floating point numbers (PyTorch's default dtype), a half its own.
 template <class X>
 struct operand_value {
   using type = void;
@@ -21,19 +24,84 @@ template <expression X>
 struct operand_value<X> {
   using type = typename node_t<X>::value_type;
 };
+template <class S>
+using natural_element_t =
+    std::conditional_t<std::is_same_v<S, bool>, bool,
+                       std::conditional_t<std::is_integral_v<S>, std::conditional_t<(sizeof(S) <= 4), std::int32_t, std::int64_t>,
+                                          std::conditional_t<is_half_v<S>, S, float>>>;
+template <class X>
+struct scalar_value {
+  using type = void;
+};
+template <arithmetic_scalar X>
+struct scalar_value<X> {
+  using type = natural_element_t<std::remove_cvref_t<X>>;
+};
+template <class X>
+  requires is_literal_v<std::remove_cvref_t<X>>
+struct scalar_value<X> {
+  using type = natural_element_t<std::remove_cvref_t<decltype(std::remove_cvref_t<X>::value)>>;
+};
 
-// The element type the tensor operands agree on; scalars then adopt it ("weak" scalars, as in
-// PyTorch), except that a floating scalar makes an integer expression floating.
-template <class... X>
-using tensor_common_t = ops::promote_all_t<typename operand_value<X>::type...>;
+// promote_t over a list in which void (an operand that does not take part) is skipped; void if all are.
+template <class A, class B>
+struct promote_skip {
+  using type = promote_t<A, B>;
+};
+template <class B>
+struct promote_skip<void, B> {
+  using type = B;
+};
+template <class A>
+struct promote_skip<A, void> {
+  using type = A;
+};
+template <>
+struct promote_skip<void, void> {
+  using type = void;
+};
+template <class... V>
+struct promote_known {
+  using type = void;
+};
+template <class V, class... R>
+struct promote_known<V, R...> {
+  using type = typename promote_skip<V, typename promote_known<R...>::type>::type;
+};
+
+// Does operand K of Op take part in typing its result? All do, except where an entry says otherwise
+// (where's condition).
+template <class Op>
+constexpr bool typed_operand(int k) {
+  if constexpr (requires { Op::typed_operand(0); }) return Op::typed_operand(k);
+  else return true;
+}
+
+// The element type the operands agree on: the tensor operands' promotion; scalars then adopt it ("weak"
+// scalars, as in PyTorch), except that a floating scalar makes an integer expression floating. When no
+// typed operand is a tensor, the numbers' natural types promote instead.
+template <class Op, class... X>
+struct operand_common {
+  template <std::size_t... K>
+  static auto pick(std::index_sequence<K...>) {
+    using tensors = typename promote_known<std::conditional_t<typed_operand<Op>(int(K)), typename operand_value<X>::type, void>...>::type;
+    using numbers = typename promote_known<std::conditional_t<typed_operand<Op>(int(K)), typename scalar_value<X>::type, void>...>::type;
+    return std::type_identity<std::conditional_t<std::is_void_v<tensors>, numbers, tensors>>{};
+  }
+  using type = typename decltype(pick(std::index_sequence_for<X...>{}))::type;
+};
 
 template <class Common, class X>
 auto to_node(X&& x) {
   if constexpr (expression<X>) return as_node(std::forward<X>(x));
   else if constexpr (is_literal_v<std::remove_cvref_t<X>>) return to_node<Common>(std::remove_cvref_t<X>::value);
   else {
+    // A number of a higher kind than the tensors' type takes its own: a floating number makes an integer or
+    // bool tensor float32, an integer makes a bool tensor int32 (or int64): bool_tensor + 2 adds 2.
     using S = std::remove_cvref_t<X>;
-    using T = std::conditional_t<(std::is_floating_point_v<S> || is_half_v<S>) && !is_floating_v<Common>, float, Common>;
+    using T = std::conditional_t<(std::is_floating_point_v<S> || is_half_v<S>) && !is_floating_v<Common>, float,
+                                 std::conditional_t<std::is_integral_v<S> && !std::is_same_v<S, bool> && std::is_same_v<Common, bool>,
+                                                    natural_element_t<S>, Common>>;
     return scalar_node<T>{{}, static_cast<compute_t<T>>(x)};
   }
 }
@@ -46,7 +114,7 @@ auto map_of(N&&... nodes) {
 
 template <class Op, class... X>
 auto make_map_plain(X&&... x) {
-  using Common = tensor_common_t<X...>;
+  using Common = typename operand_common<Op, X...>::type;
   return map_of<Op>(to_node<Common>(std::forward<X>(x))...);
 }
 
@@ -57,27 +125,25 @@ auto make_map(X&&... x) {
   if constexpr (R::applies) return R::apply(std::forward<X>(x)...);
   else return make_map_plain<Op>(std::forward<X>(x)...);
 }
-} // namespace detail
 
-// void is skipped in promotion so that scalars don't take part.
-namespace ops {
-template <class V>
-struct promote_all<void, V> {
-  using type = V;
-};
-template <class V>
-struct promote_all<V, void> {
-  using type = V;
-};
-template <>
-struct promote_all<void, void> {
-  using type = void;
-};
-} // namespace ops
+// An elementwise call: at least one operand is a tensor expression (so that `exp(2.0)` stays the C
+// library's, even under `using namespace tenfold`); the operands themselves are checked in the body, where a
+// static_assert can say what is wrong.
+template <class... X>
+concept has_expression = (expression<X> || ...);
 
-namespace detail {
-template <class Op, class... X>
-concept elementwise_call = sizeof...(X) == Op::arity && (operand<X> && ...) && (expression<X> || ...);
+// The public function (and operator, where there is one) of each table entry, for code that walks the
+// table (the API test): specialised next to each function below. An entry that has none fails the
+// static_assert at the end of this file.
+template <class Op>
+struct public_function;
+template <class Op>
+inline constexpr bool has_public_function = false;
+template <class Op>
+struct public_operator;
+template <class Op>
+inline constexpr bool has_public_operator = false;
+
 // An empty axis list reduces every axis.
 template <class Op, bool Keep, class X, int... A>
 auto reduce(X&& x, axes_t<A...>) {
@@ -91,11 +157,28 @@ auto reduce(X&& x, axes_t<A...>) {
 // ---- the names (one per table entry) ----------------------------------------------------------------
 // Function templates rather than function objects, so that `using namespace tenfold; exp(x)` never
 // competes with ::exp from <math.h>. At least one operand must be a tensor expression.
-#define TENFOLD_ELEMENTWISE(n)                                                           \
-  template <class... X>                                                                  \
-    requires detail::elementwise_call<ops::n, X...>                                      \
-  auto n(X&&... x) {                                                                     \
-    return detail::make_map<ops::n>(std::forward<X>(x)...);                              \
+#define TENFOLD_ELEMENTWISE(n)                                                                                    \
+  template <class... X>                                                                                           \
+    requires detail::has_expression<X...>                                                                         \
+  auto n(X&&... x) {                                                                                              \
+    constexpr bool arity_ok = sizeof...(X) == ops::n::arity;                                                      \
+    static_assert(arity_ok, "tenfold::" #n ": wrong number of operands (see the op table, ops/table.hpp)");        \
+    constexpr bool operands_ok = (operand<X> && ...);                                                             \
+    static_assert(operands_ok, "tenfold::" #n ": every operand must be a tenfold tensor or expression, or a "     \
+                               "number (bool, an integer, float, double, bf16 or f16)");                         \
+    if constexpr (!arity_ok || !operands_ok) return detail::invalid_view{};                                       \
+    else return detail::make_map<ops::n>(std::forward<X>(x)...);                                                  \
+  }                                                                                                               \
+  namespace detail {                                                                                              \
+  template <>                                                                                                     \
+  struct public_function<ops::n> {                                                                                \
+    template <class... X>                                                                                         \
+    static auto call(X&&... x) {                                                                                  \
+      return tenfold::n(std::forward<X>(x)...);                                                                   \
+    }                                                                                                             \
+  };                                                                                                              \
+  template <>                                                                                                     \
+  inline constexpr bool has_public_function<ops::n> = true;                                                       \
   }
 // sum(x), sum(x, axes<0, 2>), sum(x, axis<-1>, keepdims)
 #define TENFOLD_REDUCTION(n, op)                                                                                     \
@@ -110,6 +193,17 @@ auto reduce(X&& x, axes_t<A...>) {
   template <expression X, int... A>                                                                                  \
   auto n(X&& x, axes_t<A...> a, keepdims_t) {                                                                        \
     return detail::reduce<ops::op, true>(std::forward<X>(x), a);                                                \
+  }                                                                                                                  \
+  namespace detail {                                                                                                 \
+  template <>                                                                                                        \
+  struct public_function<ops::op> {                                                                                  \
+    template <class... X>                                                                                            \
+    static auto call(X&&... x) {                                                                                     \
+      return tenfold::n(std::forward<X>(x)...);                                                                      \
+    }                                                                                                                \
+  };                                                                                                                 \
+  template <>                                                                                                        \
+  inline constexpr bool has_public_function<ops::op> = true;                                                         \
   }
 TENFOLD_ELEMENTWISE(neg) TENFOLD_ELEMENTWISE(abs) TENFOLD_ELEMENTWISE(sign) TENFOLD_ELEMENTWISE(square)
 TENFOLD_ELEMENTWISE(relu) TENFOLD_ELEMENTWISE(exp) TENFOLD_ELEMENTWISE(exp2) TENFOLD_ELEMENTWISE(expm1)
@@ -135,6 +229,31 @@ TENFOLD_REDUCTION(logsumexp, logsumexp) TENFOLD_REDUCTION(norm, norm)
 #undef TENFOLD_ELEMENTWISE
 #undef TENFOLD_REDUCTION
 
+// var and std divide by n - correction: 1 by default (Bessel's correction, PyTorch's default), or as given:
+// var(x, correction<0>) is the population variance (NumPy's default), var(x, axis<1>, keepdims, correction<0>).
+template <int C>
+struct correction_t {
+  static_assert(C >= 0, "tenfold: var / std: the correction (ddof) must be non-negative");
+};
+template <int C>
+inline constexpr correction_t<C> correction{};
+#define TENFOLD_CORRECTED(n, root)                                                                     \
+  template <expression X, int C>                                                                     \
+  auto n(X&& x, correction_t<C>) {                                                                   \
+    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), axes_t<>{});            \
+  }                                                                                                  \
+  template <expression X, int... A, int C>                                                           \
+  auto n(X&& x, axes_t<A...> a, correction_t<C>) {                                                   \
+    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), a);                     \
+  }                                                                                                  \
+  template <expression X, int... A, int C>                                                           \
+  auto n(X&& x, axes_t<A...> a, keepdims_t, correction_t<C>) {                                       \
+    return detail::reduce<ops::variance<root, C>, true>(std::forward<X>(x), a);                      \
+  }
+TENFOLD_CORRECTED(var, false)
+TENFOLD_CORRECTED(std, true)
+#undef TENFOLD_CORRECTED
+
 // cumsum(x, axis<k>), cumprod(x, axis<k>): inclusive scans.
 template <expression X, int A>
 auto cumsum(X&& x, axes_t<A>) {
@@ -151,20 +270,65 @@ auto cumprod(X&& x, axes_t<A>) {
 
 // ---- operators -------------------------------------------------------------------------------------
 // == and != are deliberately absent: `if (a == b)` on tensors would silently build an expression.
-// Use eq / ne (elementwise) or all(eq(a, b)).
+// Use eq / ne (elementwise) or all(eq(a, b)). An operator applies when either side is a tensor
+// expression; the named function it calls then checks the other side (a static_assert says what is wrong).
 template <class A, class B>
-concept operator_operands = operand<A> && operand<B> && (expression<A> || expression<B>);
+concept operator_operands = expression<A> || expression<B>;
 
-template <class A, class B> requires operator_operands<A, B> auto operator+(A&& a, B&& b) { return add(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator-(A&& a, B&& b) { return sub(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator*(A&& a, B&& b) { return mul(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator/(A&& a, B&& b) { return div(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator<(A&& a, B&& b) { return lt(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator<=(A&& a, B&& b) { return le(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator>(A&& a, B&& b) { return gt(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator>=(A&& a, B&& b) { return ge(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator&&(A&& a, B&& b) { return logical_and(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires operator_operands<A, B> auto operator||(A&& a, B&& b) { return logical_or(std::forward<A>(a), std::forward<B>(b)); }
-template <expression A> auto operator-(A&& a) { return neg(std::forward<A>(a)); }
-template <expression A> auto operator!(A&& a) { return logical_not(std::forward<A>(a)); }
+#define TENFOLD_BINARY_OPERATOR(sym, op)                                                                      \
+  template <class A, class B>                                                                                \
+    requires operator_operands<A, B>                                                                         \
+  auto operator sym(A&& a, B&& b) {                                                                          \
+    return op(std::forward<A>(a), std::forward<B>(b));                                                       \
+  }                                                                                                          \
+  namespace detail {                                                                                         \
+  template <>                                                                                                \
+  struct public_operator<ops::op> {                                                                          \
+    template <class A, class B>                                                                              \
+    static auto call(A&& a, B&& b) {                                                                         \
+      return std::forward<A>(a) sym std::forward<B>(b);                                                      \
+    }                                                                                                        \
+  };                                                                                                         \
+  template <>                                                                                                \
+  inline constexpr bool has_public_operator<ops::op> = true;                                                 \
+  }
+#define TENFOLD_UNARY_OPERATOR(sym, op)                                                                       \
+  template <expression A>                                                                                    \
+  auto operator sym(A&& a) {                                                                                 \
+    return op(std::forward<A>(a));                                                                           \
+  }                                                                                                          \
+  namespace detail {                                                                                         \
+  template <>                                                                                                \
+  struct public_operator<ops::op> {                                                                          \
+    template <class A>                                                                                       \
+    static auto call(A&& a) {                                                                                \
+      return sym std::forward<A>(a);                                                                         \
+    }                                                                                                        \
+  };                                                                                                         \
+  template <>                                                                                                \
+  inline constexpr bool has_public_operator<ops::op> = true;                                                 \
+  }
+TENFOLD_BINARY_OPERATOR(+, add) TENFOLD_BINARY_OPERATOR(-, sub) TENFOLD_BINARY_OPERATOR(*, mul)
+TENFOLD_BINARY_OPERATOR(/, div) TENFOLD_BINARY_OPERATOR(<, lt) TENFOLD_BINARY_OPERATOR(<=, le)
+TENFOLD_BINARY_OPERATOR(>, gt) TENFOLD_BINARY_OPERATOR(>=, ge) TENFOLD_BINARY_OPERATOR(&&, logical_and)
+TENFOLD_BINARY_OPERATOR(||, logical_or)
+TENFOLD_UNARY_OPERATOR(-, neg) TENFOLD_UNARY_OPERATOR(!, logical_not)
+#undef TENFOLD_BINARY_OPERATOR
+#undef TENFOLD_UNARY_OPERATOR
+
+// Every entry of the table has its function here (the table names the ops; this file spells them).
+namespace detail {
+template <class Op>
+constexpr bool check_public_function() {
+  static_assert(has_public_function<Op>, "tenfold: this op table entry has no function in ops/api.hpp: add it to the "
+                                         "TENFOLD_ELEMENTWISE / TENFOLD_REDUCTION list");
+  return has_public_function<Op>;
+}
+template <class... Op>
+constexpr bool all_public(ops::op_list<Op...>) {
+  return (check_public_function<Op>() && ...);
+}
+static_assert(all_public(ops::unary_ops{}) && all_public(ops::binary_ops{}) && all_public(ops::ternary_ops{}) &&
+              all_public(ops::reduction_ops{}));
+} // namespace detail
 } // namespace tenfold

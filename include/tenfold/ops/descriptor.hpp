@@ -64,6 +64,11 @@ struct promote_all<A, B, R...> {
 };
 template <class... V>
 using promote_all_t = typename promote_all<V...>::type;
+// For the entries that say so (add, mul, maximum, minimum, clamp, where): bool operands alone give bool,
+// as in NumPy and PyTorch (True + True is True: or; True * False is False: and). The value is computed as
+// the arithmetic category computes it, in int32, and converted to bool (non-zero is true).
+template <class... V>
+using bool_closed_t = std::conditional_t<(std::is_same_v<V, bool> && ...), bool, arith_t<promote_all_t<V...>>>;
 
 template <category C, class... V>
 struct typing;

@@ -4,14 +4,18 @@
 
 namespace tenfold::ops {
 
+// bool + bool is bool (logical or), as in NumPy and PyTorch (descriptor.hpp, bool_closed_t); a bool with
+// any other type promotes to that type.
 struct add : binary<add> {
   TENFOLD_OP_NAME(add);
+  template <class... V> using result_type = bool_closed_t<V...>;
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a + b); }
   template <class B> static B simd(const B& a, const B& b) { return a + b; }
   static long double reference(long double a, long double b) { return a + b; }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
+// bool - bool computes in int32 (-1, 0 or 1): NumPy and PyTorch refuse it; it has no bool meaning.
 struct sub : binary<sub> {
   TENFOLD_OP_NAME(sub);
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a - b); }
@@ -20,8 +24,10 @@ struct sub : binary<sub> {
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
+// bool * bool is bool (logical and), as in NumPy and PyTorch.
 struct mul : binary<mul> {
   TENFOLD_OP_NAME(mul);
+  template <class... V> using result_type = bool_closed_t<V...>;
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a * b); }
   template <class B> static B simd(const B& a, const B& b) { return a * b; }
   static long double reference(long double a, long double b) { return a * b; }
@@ -47,14 +53,21 @@ struct pow : binary<pow, category::floating> {
   static constexpr test_spec test{.lo = 0, .hi = 10, .ulps = 4, .lo2 = -10, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 40};
 };
-// C's fmod: the result has the dividend's sign; fmod(x, 0) is NaN (never a trap, even for integers).
-struct fmod : binary<fmod, category::floating> {
+// C's fmod: the result has the dividend's sign. Integers stay integers and are computed exactly in their
+// own type (NumPy's np.fmod; through float32 they were wrong above 2^24); fmod(x, 0) is NaN for floating
+// types and 0 for integers (NumPy's value, which also warns), and fmod(x, -1) is 0 (C's INT_MIN % -1 is
+// undefined): never a trap, never undefined.
+struct fmod : binary<fmod> {
   TENFOLD_OP_NAME(fmod);
-  template <class T> TENFOLD_HD static T scalar(T a, T b) { return std::fmod(a, b); }
+  template <class T> TENFOLD_HD static T scalar(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return b == T(0) || b == T(-1) ? T(0) : T(a % b);
+    else return std::fmod(a, b);
+  }
   // No SIMD form: fmod is exact, and an exact vector form (a - trunc(a/b) b in one fused step) depends on
   // a fused multiply-add that xsimd 8.1 may emulate with two roundings (then off by up to 2^14 ulps, seen
   // in an -O1 build); xsimd::fmod itself is off by up to 10^7 ulps. The scalar std::fmod is exact everywhere.
   static long double reference(long double a, long double b) { return std::fmod(a, b); }
+  static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::fmod(a, b); }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0, .lo2 = 0.5, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 4};
 };
@@ -71,21 +84,24 @@ struct atan2 : binary<atan2, category::floating> {
   static constexpr test_spec test{.ulps = 3}; // xsimd's atan2: 2.62 ulps measured
   static constexpr bench_spec bench{.flops = 25};
 };
-// minimum/maximum propagate NaN, as NumPy's do (std::fmin would drop it). The SIMD forms test isnan: xsimd's
-// != is an ordered comparison, false for NaN, unlike C++'s.
+// minimum/maximum propagate NaN, as NumPy's do (std::fmin would drop it), and give the second operand when
+// the two compare equal (±0), as NumPy's do. The SIMD forms test isnan: xsimd's != is an ordered
+// comparison, false for NaN, unlike C++'s. Two bools give bool.
 struct minimum : binary<minimum> {
   TENFOLD_OP_NAME(minimum);
+  template <class... V> using result_type = bool_closed_t<V...>;
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a < b || a != a) ? a : b; }
   template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a < b) || xsimd::isnan(a), a, b); }
-  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a < b ? a : b; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
 struct maximum : binary<maximum> {
   TENFOLD_OP_NAME(maximum);
+  template <class... V> using result_type = bool_closed_t<V...>;
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a > b || a != a) ? a : b; }
   template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a > b) || xsimd::isnan(a), a, b); }
-  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+  static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a > b ? a : b; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -146,11 +162,13 @@ struct logical_xor : binary<logical_xor, category::logical> {
   static constexpr bench_spec bench{.flops = 1};
 };
 
-// where(cond, a, b): cond is read as bool, a and b promote together.
+// where(cond, a, b): cond is read as bool, a and b promote together (numbers among them adopt their type;
+// the condition takes no part in it); two bools give bool.
 struct where : ternary<where> {
   TENFOLD_OP_NAME(where);
+  static constexpr bool typed_operand(int k) { return k > 0; }
   template <class C, class A, class B>
-  using result_type = arith_t<promote_t<A, B>>;
+  using result_type = promote_t<A, B>; // a selection: bool values stay bool
   template <class R, class C, class A, class B>
   TENFOLD_HD static compute_t<R> apply(C c, A a, B b) {
     return static_cast<bool>(c) ? static_cast<compute_t<R>>(a) : static_cast<compute_t<R>>(b);
@@ -162,14 +180,18 @@ struct where : ternary<where> {
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
-// clamp(x, lo, hi) = min(max(x, lo), hi); NaN in x propagates.
+// clamp(x, lo, hi) = minimum(maximum(x, lo), hi), as NumPy's clip and PyTorch's clamp: with lo > hi the
+// result is hi, and a NaN in x, lo or hi gives NaN.
 struct clamp : ternary<clamp> {
   TENFOLD_OP_NAME(clamp);
-  template <class T> TENFOLD_HD static T scalar(T x, T lo, T hi) { return x < lo ? lo : x > hi ? hi : x; }
-  template <class B> static B simd(const B& x, const B& lo, const B& hi) {
-    return xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x));
+  template <class... V> using result_type = bool_closed_t<V...>;
+  template <class T> TENFOLD_HD static T scalar(T x, T lo, T hi) { return minimum::scalar(maximum::scalar(x, lo), hi); }
+  template <class B> static B simd(const B& x, const B& lo, const B& hi) { return minimum::simd(maximum::simd(x, lo), hi); }
+  static long double reference(long double x, long double lo, long double hi) {
+    if (std::isnan(x) || std::isnan(lo) || std::isnan(hi)) return NAN;
+    const long double m = x > lo ? x : lo; // NumPy's maximum and minimum: the second operand when equal (±0)
+    return m < hi ? m : hi;
   }
-  static long double reference(long double x, long double lo, long double hi) { return x < lo ? lo : x > hi ? hi : x; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };

@@ -176,21 +176,34 @@ struct all : reduction<all, reduce_result::boolean> {
   static constexpr bench_spec bench{.flops = 1};
 };
 
-// Variance by Welford's update, merged with Chan et al.'s pairwise formula: one pass, and stable
-// under the tree-shaped merges of threads and GPU blocks. Population variance (ddof = 0), as NumPy.
+// Variance and standard deviation with Bessel's correction: Σ (x - mean)² / (n - Correction), Correction
+// = 1 by default as PyTorch's (correction<0> is NumPy's default, the population variance); n - Correction
+// <= 0 gives NaN (0 / 0), as both libraries do.
+//
+// Accuracy: each block of a run (at most 1024 elements, in L1) is two vector sweeps, its mean m̂ and then
+// Σ d and Σ d² with d = x - m̂ (the corrected two-pass algorithm: m2 = Σ d² - (Σ d)² / n), so the data's
+// offset never enters a sum of squares; blocks, threads and GPU blocks then merge with Chan et al.'s
+// pairwise formula. The moments are held in double, also for float input: the merge's mean and the
+// shift between blocks are where a float accumulator lost its digits (single-pass float Welford: 4e-4
+// relative error on data with mean 1e4 and unit spread). Element by element (run tails, the device,
+// reductions along a kept innermost axis) it is Welford's update, in double as well. A block holding
+// ±inf or NaN, or whose sums overflow T, takes that element path too (NaN and inf as the definition).
 template <class T>
 struct moments {
   T n, mean, m2;
 };
-template <class D, bool Sqrt>
-struct variance : reduction<D, reduce_result::floating> {
-  template <class I> using acc_type = moments<I>;
+template <bool Sqrt, int Correction = 1>
+struct variance : reduction<variance<Sqrt, Correction>, reduce_result::floating> {
+  // Named `std` in the API: a type called `std` would hide namespace std inside tenfold::ops.
+  static constexpr std::string_view name = Sqrt ? "std" : "var";
+  static constexpr int correction = Correction;
+  template <class I> using acc_type = moments<double>;
   template <class A> TENFOLD_HD static constexpr A identity() { return {0, 0, 0}; }
   template <class A, class X> TENFOLD_HD static A combine(A a, X x, index_t) {
     a.n += 1;
-    const auto d = x - a.mean;
+    const double d = double(x) - a.mean;
     a.mean += d / a.n;
-    a.m2 += d * (x - a.mean);
+    a.m2 += d * (double(x) - a.mean);
     return a;
   }
   template <class A> TENFOLD_HD static A merge(A a, A b) {
@@ -200,28 +213,65 @@ struct variance : reduction<D, reduce_result::floating> {
     return {n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)};
   }
   template <class A> TENFOLD_HD static auto finalize(A a, index_t) {
-    const auto v = a.m2 / a.n;
+    const double dof = a.n - Correction;
+    const double v = a.m2 / (dof > 0 ? dof : 0.0);
     if constexpr (Sqrt) return std::sqrt(v);
     else return v;
+  }
+  template <class A, class I, class Row> static A simd_block(const Row& row, index_t lo, index_t hi) {
+    using B = xsimd::batch<I>;
+    constexpr index_t w = B::size;
+    const index_t n = hi - lo;
+    auto one_by_one = [&] {
+      A acc = identity<A>();
+      for (index_t j = lo; j < hi; ++j) acc = combine(acc, static_cast<I>(row.scalar(j)), j);
+      return acc;
+    };
+    if (n < 4 * w) return one_by_one();
+    B s0(I(0)), s1(I(0)), s2(I(0)), s3(I(0));
+    index_t j = lo;
+    for (; j + 4 * w <= hi; j += 4 * w) {
+      s0 += row.load(j), s1 += row.load(j + w), s2 += row.load(j + 2 * w), s3 += row.load(j + 3 * w);
+    }
+    for (; j + w <= hi; j += w) s0 += row.load(j);
+    I sum = xsimd::hadd((s0 + s1) + (s2 + s3));
+    for (; j < hi; ++j) sum += static_cast<I>(row.scalar(j));
+    const I shift = sum / I(n);
+    if (!(std::abs(shift) <= std::numeric_limits<I>::max())) return one_by_one(); // ±inf, NaN, or the sum overflowed
+    const B c(shift);
+    B d0(I(0)), d1(I(0)), q0(I(0)), q1(I(0)), q2(I(0)), q3(I(0));
+    for (j = lo; j + 4 * w <= hi; j += 4 * w) {
+      const B a = row.load(j) - c, b = row.load(j + w) - c, e = row.load(j + 2 * w) - c, f = row.load(j + 3 * w) - c;
+      d0 += a + b, d1 += e + f;
+      q0 = xsimd::fma(a, a, q0), q1 = xsimd::fma(b, b, q1), q2 = xsimd::fma(e, e, q2), q3 = xsimd::fma(f, f, q3);
+    }
+    for (; j + w <= hi; j += w) {
+      const B a = row.load(j) - c;
+      d0 += a, q0 = xsimd::fma(a, a, q0);
+    }
+    double sd = double(xsimd::hadd(d0 + d1)), sq = double(xsimd::hadd((q0 + q1) + (q2 + q3)));
+    for (; j < hi; ++j) {
+      const double a = double(static_cast<I>(row.scalar(j))) - double(shift);
+      sd += a, sq += a * a;
+    }
+    if (!(sq <= std::numeric_limits<I>::max())) return one_by_one(); // d² overflowed T
+    const double m2 = sq - sd * sd / double(n);
+    return A{double(n), double(shift) + sd / double(n), m2 > 0 ? m2 : 0.0};
   }
   static long double reference(const long double* x, index_t n) {
     const long double m = sum::reference(x, n) / n;
     long double s = 0;
     for (index_t i = 0; i < n; ++i) s += (x[i] - m) * (x[i] - m);
-    return Sqrt ? std::sqrt(s / n) : s / n;
+    const long double v = s / std::max<long double>(n - Correction, 0);
+    return Sqrt ? std::sqrt(v) : v;
   }
-  // Welford's update runs in order within each 1024-element block, so its rounding error grows like
-  // √1024 u (24 ulps measured for 10^6 doubles); the square root halves it.
+  // Measured (the generated reduction tests, up to 10^6 elements): float within 4 ulps, double within 24
+  // (the pairwise merge of a thousand blocks, in double); the square root halves it.
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = Sqrt ? 16 : 32};
   static constexpr bench_spec bench{.flops = 6};
 };
-struct var : variance<var, false> {
-  TENFOLD_OP_NAME(var);
-};
-// Named `stddev` here: a type called `std` would hide namespace std inside tenfold::ops.
-struct stddev : variance<stddev, true> {
-  static constexpr std::string_view name = "std";
-};
+using var = variance<false>;
+using stddev = variance<true>;
 
 // log Σ exp(x) online: keep the running max m and s = Σ exp(x - m).
 template <class T>
@@ -322,6 +372,21 @@ struct shifted_logsumexp : logsumexp {
     return logsumexp::reference(x, n);
   }
 };
+// log_softmax's two row constants, max(x) and log Σ exp(x - max(x)), kept apart so that its result
+// (x - max) - log Σ rounds at the scale of x - max and of the log, not at the row maximum's: x - lse, with
+// lse = max + log Σ rounded once, lost 2e-4 relative accuracy on rows spanning ±1e4. Both halves run
+// shifted_logsumexp's accumulation and say so (`accumulation`): a row computes it once, in one pass
+// (cpu/row_memo.hpp), and each takes its half. IEEE cases are shifted_logsumexp's: a +inf makes both NaN.
+template <bool Max>
+struct shifted_logsumexp_part : shifted_logsumexp {
+  static constexpr std::string_view name = Max ? "logsumexp.max" : "logsumexp.log_sum";
+  using accumulation = shifted_logsumexp;
+  template <class A> TENFOLD_HD static auto finalize(A a, index_t) {
+    if constexpr (Max) return a.m;
+    else return std::log(a.s);
+  }
+};
+
 // Euclidean norm. Σ x² in the accumulator type: overflows only where x² itself would.
 struct norm : reduction<norm, reduce_result::floating> {
   TENFOLD_OP_NAME(norm);

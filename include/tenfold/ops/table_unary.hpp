@@ -48,6 +48,19 @@ B redo_lanes(const B& r, const B& a, const B& b, const M& redo, F f) {
 template <class B>
 concept float_batch = std::is_same_v<typename B::value_type, float>;
 inline constexpr long double ln2 = 0.693147180559945309417232121458176568L;
+// Below this x, e^x is under T's normal range (-87.3 in float, -708.4 in double). In double, not long
+// double: scalar functions run on CUDA devices, which have no long double.
+template <class T>
+TENFOLD_HD constexpr T exp_underflow() {
+  return T(double(std::numeric_limits<T>::min_exponent - 1) * 0.693147180559945309417);
+}
+// floor, ceil, trunc and round give a result with x's sign (floor(-0) = -0, ceil(-0.5) = -0); xsimd's SSE2
+// emulations of them return +0 there.
+template <class B>
+B with_sign_of(const B& r, const B& x) {
+  if constexpr (std::is_floating_point_v<typename B::value_type>) return xsimd::copysign(r, x);
+  else return r;
+}
 } // namespace sc
 
 #define TENFOLD_OP_NAME(n) static constexpr std::string_view name = #n
@@ -73,12 +86,12 @@ struct abs : unary<abs, category::arith> {
 };
 struct sign : unary<sign, category::arith> {
   TENFOLD_OP_NAME(sign);
-  // sign(±0) = ±0 and sign(NaN) = NaN, as in NumPy.
-  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
+  // sign(±0) = +0 and sign(NaN) = NaN, as NumPy's (np.sign(-0.0) is 0.0): x + 0 is +0 for ±0 and NaN for NaN.
+  template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(x + T(0)); }
   template <class B> static B simd(const B& x) {
-    return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x));
+    return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x + B(0)));
   }
-  static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
+  static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : std::isnan(x) ? x : 0; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };
@@ -126,14 +139,15 @@ struct exp : unary<exp> {
 struct exp2 : unary<exp2> {
   TENFOLD_OP_NAME(exp2);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::exp2(x); }
-  // As exp: xsimd::exp2 flushes subnormal results to zero and, in float, overflows from 127, not 128.
+  // As exp: xsimd::exp2 flushes subnormal results to zero and overflows from max_exponent - 1 (127 in
+  // float, 1023 in double: that point included), not from max_exponent.
   template <class B> static B simd(const B& x) {
     using T = typename B::value_type;
     using lim = std::numeric_limits<T>;
     const B r = xsimd::exp2(x);
     if (!xsimd::any(xsimd::abs(x) > B(T(1 - lim::min_exponent)))) return r;
     const auto redo = (x < B(T(lim::min_exponent - 1)) && x > B(T(lim::min_exponent - lim::digits - 1))) ||
-                      (x > B(T(lim::max_exponent - 1)) && x <= B(T(lim::max_exponent)));
+                      (x >= B(T(lim::max_exponent - 1)) && x <= B(T(lim::max_exponent)));
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp2(v); });
   }
   static long double reference(long double x) { return std::exp2(x); }
@@ -143,9 +157,16 @@ struct exp2 : unary<exp2> {
 struct expm1 : unary<expm1> {
   TENFOLD_OP_NAME(expm1);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::expm1(x); }
-  template <class B> static B simd(const B& x) { return xsimd::expm1(x); }
+  // xsimd::expm1(-0) is +0: zeros pass through. Like exp, it overflows early (float: from 88.38, not
+  // 88.72; double: short of 709.78): the lanes past (max_exponent - 1) ln 2 take std::expm1.
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const B r = xsimd::select(x == B(0), x, xsimd::expm1(x));
+    const auto redo = x > B(T((std::numeric_limits<T>::max_exponent - 1) * sc::ln2)) && x < B(std::numeric_limits<T>::infinity());
+    return sc::redo_lanes(r, x, redo, [](T v) { return std::expm1(v); });
+  }
   static long double reference(long double x) { return std::expm1(x); }
-  static constexpr test_spec test{.lo = -30, .hi = 80, .ulps = 2};
+  static constexpr test_spec test{.lo = -30, .hi = 88.7, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
 struct log : unary<log> {
@@ -177,7 +198,8 @@ struct log2 : unary<log2> {
 struct log1p : unary<log1p> {
   TENFOLD_OP_NAME(log1p);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::log1p(x); }
-  template <class B> static B simd(const B& x) { return xsimd::log1p(x); }
+  // xsimd::log1p(-0) is +0: zeros pass through.
+  template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::log1p(x)); }
   static long double reference(long double x) { return std::log1p(x); }
   static constexpr test_spec test{.lo = -0.999, .hi = 1e6, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -290,7 +312,10 @@ struct asinh : unary<asinh> {
 struct acosh : unary<acosh> {
   TENFOLD_OP_NAME(acosh);
   template <class T> TENFOLD_HD static T scalar(T x) { return std::acosh(x); }
-  template <class B> static B simd(const B& x) { return xsimd::acosh(x); }
+  // xsimd::acosh of x < 1 is not NaN (±inf, 0 or a number for large negatives): those lanes are NaN.
+  template <class B> static B simd(const B& x) {
+    return xsimd::select(x < B(1), B(std::numeric_limits<typename B::value_type>::quiet_NaN()), xsimd::acosh(x));
+  }
   static long double reference(long double x) { return std::acosh(x); }
   static constexpr test_spec test{.lo = 1, .hi = 1e4, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -319,7 +344,7 @@ struct floor : unary<floor, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::floor(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::floor(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::floor(x), x); }
   static long double reference(long double x) { return std::floor(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -330,7 +355,7 @@ struct ceil : unary<ceil, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::ceil(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::ceil(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::ceil(x), x); }
   static long double reference(long double x) { return std::ceil(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -342,11 +367,11 @@ struct round : unary<round, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::nearbyint(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::nearbyint(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::nearbyint(x), x); }
   static long double reference(long double x) {
     const long double f = std::floor(x), d = x - f;
-    if (d != 0.5L) return std::floor(x + 0.5L);
-    return std::fmod(f, 2.0L) == 0 ? f : f + 1;
+    const long double r = d != 0.5L ? std::floor(x + 0.5L) : std::fmod(f, 2.0L) == 0 ? f : f + 1;
+    return r == 0 ? std::copysign(0.0L, x) : r; // np.round(-0.25) is -0.0
   }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -357,7 +382,7 @@ struct trunc : unary<trunc, category::arith> {
     if constexpr (std::is_integral_v<T>) return x;
     else return std::trunc(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::trunc(x); }
+  template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::trunc(x), x); }
   static long double reference(long double x) { return std::trunc(x); }
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -365,19 +390,38 @@ struct trunc : unary<trunc, category::arith> {
 
 struct sigmoid : unary<sigmoid> {
   TENFOLD_OP_NAME(sigmoid);
-  template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
-  template <class B> static B simd(const B& x) { return B(1) / (B(1) + exp::simd(-x)); }
+  // Below (min_exponent - 1) ln 2 (-87.3 in float, -708.4 in double) e^x is under the normal range, so
+  // 1 + e^x rounds to 1 and sigmoid(x) is e^x, computed directly: 1 / (1 + e^-x) would overflow e^-x
+  // (from -88.7 in float) and give 0 where the result is a subnormal number.
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return x < sc::exp_underflow<T>() ? std::exp(x) : T(1) / (T(1) + std::exp(-x));
+  }
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const auto tail = x < B(sc::exp_underflow<T>());
+    return sc::redo_lanes(B(1) / (B(1) + exp::simd(-x)), x, tail, [](T v) { return std::exp(v); });
+  }
   static long double reference(long double x) { return 1 / (1 + std::exp(-x)); }
-  // From -88: below -88.7 e^-x overflows in float and the result, under 3e-39 (subnormal), becomes 0.
-  static constexpr test_spec test{.lo = -88, .hi = 100, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 100, .ulps = 3};
   static constexpr bench_spec bench{.flops = 22};
 };
 struct silu : unary<silu> {
   TENFOLD_OP_NAME(silu);
-  template <class T> TENFOLD_HD static T scalar(T x) { return x / (T(1) + std::exp(-x)); }
-  template <class B> static B simd(const B& x) { return x / (B(1) + xsimd::exp(-x)); }
+  // x / (1 + e^-x), except below (min_exponent - 1) ln 2, where 1 + e^x rounds to 1 and silu(x) is x e^x,
+  // a subnormal number or nearly: x e^(x + 64) e^-64 keeps every intermediate normal (x + 64 is exact
+  // there), where x / (1 + e^-x) overflowed e^-x (from -88.7 in float) into -0 and x e^x would multiply
+  // the few digits of a subnormal e^x by |x|.
+  template <class T> TENFOLD_HD static T tail(T x) { return x * std::exp(x + T(64)) * T(1.60381089054863785e-28); }
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    return x < sc::exp_underflow<T>() ? tail(x) : x / (T(1) + std::exp(-x));
+  }
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    const auto low = x < B(sc::exp_underflow<T>());
+    return sc::redo_lanes(x / (B(1) + xsimd::exp(-x)), x, low, [](T v) { return tail(v); });
+  }
   static long double reference(long double x) { return x / (1 + std::exp(-x)); }
-  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 23};
 };
 // gelu(x) = x Φ(x), written with erfc so that the left tail does not cancel to zero. It still loses relative
@@ -387,8 +431,9 @@ struct gelu : unary<gelu> {
   TENFOLD_OP_NAME(gelu);
   template <class T> TENFOLD_HD static T scalar(T x) { return T(0.5) * x * std::erfc(x * T(-0.70710678118654752440)); }
   // Float only: xsimd's double erfc is off by 30 ulps near 0.65 and by 10^4..10^6 ulps beyond 2.2.
+  // (abs: xsimd's erfc of a huge argument is -0, which made gelu of a huge negative +0.)
   template <sc::float_batch B> static B simd(const B& x) {
-    return B(0.5) * x * xsimd::erfc(x * B(-0.70710678118654752440));
+    return B(0.5) * x * xsimd::abs(xsimd::erfc(x * B(-0.70710678118654752440)));
   }
   static long double reference(long double x) { return 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); }
   static constexpr test_spec test{.lo = -12, .hi = 12, .ulps = 4, .abs_tol = 1e-7};
@@ -413,7 +458,7 @@ struct gelu_tanh : unary<gelu_tanh> {
 struct elu : unary<elu> {
   TENFOLD_OP_NAME(elu);
   template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? x : std::expm1(x); }
-  template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, xsimd::expm1(x)); }
+  template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, expm1::simd(x)); }
   static long double reference(long double x) { return x > 0 ? x : std::expm1(x); }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
@@ -425,7 +470,7 @@ struct selu : unary<selu> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(scale) * (x > T(0) ? x : T(alpha) * std::expm1(x)); }
   template <class B> static B simd(const B& x) {
     using T = typename B::value_type;
-    return B(T(scale)) * xsimd::select(x > B(0), x, B(T(alpha)) * xsimd::expm1(x));
+    return B(T(scale)) * xsimd::select(x > B(0), x, B(T(alpha)) * expm1::simd(x));
   }
   static long double reference(long double x) {
     return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * std::expm1(x));
@@ -440,10 +485,11 @@ struct softplus : unary<softplus> {
     return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
   }
   template <class B> static B simd(const B& x) {
-    return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(xsimd::exp(-xsimd::abs(x)));
+    // exp::simd, not xsimd::exp: the latter flushes e^-|x| to zero where it is subnormal (|x| > 87.3 in float).
+    return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(exp::simd(-xsimd::abs(x)));
   }
   static long double reference(long double x) { return (x > 0 ? x : 0) + std::log1p(std::exp(-std::fabs(x))); }
-  static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3};
+  static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 45};
 };
 
