@@ -8,6 +8,7 @@
 #include <array>
 #include <type_traits>
 
+#include "tenfold/core/error.hpp"
 #include "tenfold/core/let.hpp"
 
 namespace tenfold::detail {
@@ -32,7 +33,7 @@ struct chain_node : node_tag {
     for (auto& b : r.bodies) b = std::get<1>(c);
     return r;
   }
-  static std::string str() { return "chain<" + std::to_string(N) + ">(" + V::str() + ") of " + B::str(); }
+  static std::string str() { return message("chain<", N, ">(", V::str(), ") of ", B::str()); }
 };
 
 template <class E>

@@ -23,10 +23,10 @@ class TensorMap {
   static constexpr index_t size() { return S::size; }
 
   explicit TensorMap(T* p) : data_(p) {
-    if (p == nullptr) throw error("tenfold::map: the pointer is null (expected " + what() + ")");
+    if (p == nullptr) throw error(detail::message("tenfold::map: the pointer is null (expected ", what(), ")"));
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(value_type) != 0)
-      throw error("tenfold::map: the pointer is not aligned to " + std::to_string(alignof(value_type)) +
-                  " bytes (expected " + what() + ")");
+      throw error(detail::message("tenfold::map: the pointer is not aligned to ", alignof(value_type), " bytes (expected ",
+                                  what(), ")"));
   }
   TensorMap(const TensorMap&) = default;
 
@@ -105,8 +105,8 @@ class TensorMap {
     for (int k = 0; k < S::rank; ++k) {
       if (idx[k] < 0 || idx[k] >= S::dims[k]) {
         std::string where = "(";
-        for (int m = 0; m < S::rank; ++m) where += (m ? "," : "") + std::to_string(idx[m]);
-        throw error("tenfold::TensorMap: index " + where + ") out of range for shape " + shape_string());
+        for (int m = 0; m < S::rank; ++m) (where += m ? "," : "") += std::to_string(idx[m]);
+        throw error(detail::message("tenfold::TensorMap: index ", where, ") out of range for shape ", shape_string()));
       }
       o += idx[k] * strides[k];
     }

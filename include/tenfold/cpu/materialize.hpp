@@ -22,7 +22,7 @@ struct arena_buffers : plan::walk_state {
 
   template <class T, class S>
   auto take() {
-    if (next >= count) throw error("tenfold: more buffers taken than the arena plan holds (" + std::to_string(count) + ")");
+    if (next >= count) throw error(detail::message("tenfold: more buffers taken than the arena plan holds (", count, ")"));
     T* p = reinterpret_cast<T*>(base + offsets[next++]);
     return detail::leaf<T, S, detail::canon(strides_of<S>), 0, detail::ref_holder<T>>{{}, {p}};
   }

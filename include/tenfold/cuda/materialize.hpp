@@ -23,7 +23,7 @@ struct arena_slots : plan::walk_state {
 
   template <class T, class S>
   device_leaf<T, S> take() {
-    if (next >= count) throw error("tenfold::cuda: more buffers taken than the arena plan holds (" + std::to_string(count) + ")");
+    if (next >= count) throw error(tenfold::detail::message("tenfold::cuda: more buffers taken than the arena plan holds (", count, ")"));
     return leaf_at<T, S>(reinterpret_cast<T*>(base + offsets[next++]));
   }
   template <class Dst, class N>
