@@ -259,7 +259,11 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
   const auto out = as_destination(std::forward<Dst>(dst));
   using O = std::remove_const_t<decltype(out)>;
   using S = typename O::shape_type;
-  const auto prepared = plan::prepare_root(expand_to<S>(as_node(std::forward<Src>(src))), buffers);
+  auto root = expand_to<S>(as_node(std::forward<Src>(src)));
+  // Every assignment comes here (eval, Tensor's and TensorMap's operator=, a program's result and its
+  // state updates): one place refuses a narrowing one.
+  static_assert(check_assignment<typename O::value_type, typename decltype(root)::value_type>::ok);
+  const auto prepared = plan::prepare_root(std::move(root), buffers);
   if (plan::aliases(out, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
@@ -277,7 +281,6 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
-  static_assert(detail::check_assignment<typename O::value_type, typename N::value_type>::ok);
   using P = arena_plan<N>;
   std::unique_ptr<std::byte[], detail::aligned_delete> block;
   if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
@@ -292,7 +295,6 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
-  static_assert(detail::check_assignment<typename O::value_type, typename N::value_type>::ok);
   using P = arena_plan<N>;
   if (index_t(arena.size()) < P::bytes)
     throw error("tenfold::eval: the arena has " + std::to_string(arena.size()) + " bytes; this expression needs " +

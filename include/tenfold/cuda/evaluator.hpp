@@ -98,6 +98,8 @@ void eval_in(Dst&& dst, Src&& src, std::byte* arena, stream_ref s) {
   using O = std::remove_const_t<decltype(out)>;
   using S = typename O::shape_type;
   auto node = tenfold::detail::expand_to<S>(tenfold::detail::as_node(std::forward<Src>(src)));
+  // Every device assignment comes here (cuda::eval, cuda::Tensor's operator=): no implicit narrowing.
+  static_assert(tenfold::detail::check_assignment<typename O::value_type, typename decltype(node)::value_type>::ok);
   using P = arena_plan<decltype(node)>;
   arena_slots slots{{}, arena, P::offsets.data(), P::buffers, s};
   const auto prepared = plan::prepare_root(std::move(node), slots);

@@ -62,7 +62,6 @@ class Tensor {
   // Evaluates an expression over device tensors into this one.
   template <expression E>
   Tensor& operator=(E&& e) {
-    static_assert(tenfold::detail::check_assignment<T, typename tenfold::detail::node_t<E>::value_type>::ok);
     cuda::eval(*this, std::forward<E>(e));
     return *this;
   }
