@@ -218,7 +218,10 @@ void run(const Dst& dst, const N& n) {
 #if defined(TENFOLD_TRACE)
   const trace::scope traced(N::str(), [] {
     std::string s = "[";
-    for (int i = 0; i < N::rank; ++i) s += (i ? "," : "") + std::to_string(N::shape_type::dims[i]);
+    for (int i = 0; i < N::rank; ++i) {
+      if (i) s += ',';
+      s += std::to_string(N::shape_type::dims[i]);
+    }
     return s + "]";
   }());
 #endif
@@ -297,8 +300,7 @@ void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
   using P = arena_plan<N>;
   if (index_t(arena.size()) < P::bytes)
-    throw error("tenfold::eval: the arena has " + std::to_string(arena.size()) + " bytes; this expression needs " +
-                std::to_string(P::bytes));
+    throw error(detail::message("tenfold::eval: the arena has ", arena.size(), " bytes; this expression needs ", P::bytes));
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
     throw error("tenfold::eval: the arena must be 64-byte aligned");
   cpu::arena_buffers slots{arena.data(), P::offsets.data(), P::buffers};
