@@ -66,3 +66,53 @@ TEST_CASE("l2_normalize, batch_norm, the losses and dropout match the CPU") {
   bnl = batch_norm<-1>(dx4l.expr(), dm.expr(), dv.expr(), dgam.expr(), dbet.expr());
   check_close(Tensor<float, X4l>(batch_norm<-1>(x4l, mean, var, gamma, beta)), cuda::to_host(bnl), 1e-6, "batch_norm NHWC", 1.0);
 }
+
+// A destination its expression also reads (plan/aliasing.hpp decides it once for both backends; the
+// host-side decision is in cuda_host_test.cu): on the device, each form gives the CPU's result, which
+// tests/aliasing_test.cpp checks against plain loops.
+TEST_CASE("a destination read through another index map gives the CPU's result", "[aliasing]") {
+  TENFOLD_REQUIRE_DEVICE();
+  constexpr index_t n = 33; // not a multiple of a warp or a tile
+  using S = shape<n, n>;
+  const auto x0 = test::random_tensor<float, S>(-2, 2, 41);
+  const auto w = test::random_tensor<float, S>(-1, 1, 42);
+  const auto dw = cuda::to_device(w);
+  Tensor<float, S> want;
+  cuda::Tensor<float, S> x;
+  const auto check = [&](const char* what) { check_close(want, cuda::to_host(x), 1e-5, what, 1.0); };
+
+  x.copy_from(x0);
+  x = transpose(x.expr()) + x.expr();
+  want = transpose(x0) + x0;
+  check("x = transpose(x) + x");
+  x.copy_from(x0);
+  x = let(x.expr(), [](const auto& p) { return transpose(p); });
+  want = transpose(x0);
+  check("x = let(x, transpose)");
+  x.copy_from(x0);
+  x = flip(x.expr()) * x.expr();
+  want = flip(x0) * x0;
+  check("x = flip(x) * x");
+  x.copy_from(x0);
+  x = broadcast_to<S>(slice<range<0, 1>>(x.expr()));
+  want = broadcast_to<S>(slice<range<0, 1>>(x0));
+  check("x = broadcast of its row 0");
+  x.copy_from(x0);
+  cuda::eval(slice<range<1, n>>(x.out()), slice<range<0, n - 1>>(x.expr()));
+  want = x0;
+  eval(slice<range<1, n>>(want), slice<range<0, n - 1>>(x0));
+  check("rows shifted down by one");
+  x.copy_from(x0);
+  cuda::eval(slice<range<0, 1>>(x.out()), sum(x.expr(), axis<0>, keepdims));
+  want = x0;
+  eval(slice<range<0, 1>>(want), sum(x0, axis<0>, keepdims));
+  check("row 0 = the column sums");
+  x.copy_from(x0);
+  x = x.expr() - max(x.expr(), axis<1>, keepdims);
+  want = x0 - max(x0, axis<1>, keepdims);
+  check("x = x - max(x)");
+  x.copy_from(x0);
+  x = relu(matmul(x.expr(), dw.expr()) + x.expr());
+  want = relu(matmul(x0, w) + x0);
+  check("x = relu(x @ w + x)");
+}

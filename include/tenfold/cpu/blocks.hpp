@@ -20,10 +20,11 @@ inline constexpr index_t col_stride_v = N::rank >= 1 ? (N::shape_type::dims[N::r
 // A leaf read down its rows with unit stride: the case the block path exists for.
 template <class N>
 constexpr bool has_transposed_leaf() {
-  if constexpr (detail::is_leaf_v<N>) return N::rank >= 2 && row_stride_v<N> == 1 && col_stride_v<N> != 0 && col_stride_v<N> != 1;
-  else if constexpr (detail::is_map_node_v<N>)
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == plan::nest_node::leaf) return N::rank >= 2 && row_stride_v<N> == 1 && col_stride_v<N> != 0 && col_stride_v<N> != 1;
+  else if constexpr (kind == plan::nest_node::map)
     return []<class... C>(std::tuple<C...>*) { return (has_transposed_leaf<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // the block path reads leaves only; other kinds keep the row path
 }
 
 template <class T, class L, index_t RS, index_t CS>

@@ -15,6 +15,7 @@ namespace tenfold::cpu {
 // NCHW: C's rows are the group's channels (from `base`) of one image, its columns (oh, ow).
 template <class T, class S, bool Nhwc>
 struct conv_block : node_base {
+  static constexpr bool nest_block = true; // plan/nest_node.hpp
   using value_type = T;
   using shape_type = S;
   static constexpr int rank = 4;

@@ -28,13 +28,14 @@ inline constexpr index_t parallel_grain = 1 << 15;
 // or widely strided operand)?
 template <class N, int K>
 constexpr bool strided_run() {
-  if constexpr (detail::is_leaf_v<N>) {
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == plan::nest_node::leaf) {
     // Small strides (a step-2 slice, a flip) read every cache line anyway: tiling would not help.
     constexpr index_t s = run_stride<N, K>();
     return s > 16 || s < -16;
-  } else if constexpr (detail::is_map_node_v<N>)
+  } else if constexpr (kind == plan::nest_node::map)
     return []<class... C>(std::tuple<C...>*) { return (strided_run<C, K>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // the other kinds read no operand along the run by a stride of their own
 }
 
 // Tile edge for strided runs: a tile's rows of every operand stay in L1 while it is written.
@@ -229,10 +230,11 @@ void run(const Dst& dst, const N& n) {
     if constexpr (detail::is_conv_node_v<std::remove_cvref_t<decltype(find_matmul(n))>>) run_conv(dst, n);
     else run_gemm(dst, n);
   }
-  else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
-  else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
+  // (Roots with kernels of their own before the loop-nest analyses, which know only nest nodes.)
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
+  else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
+  else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else run_elementwise(dst, n);
 }
 } // namespace cpu

@@ -17,6 +17,7 @@ void run_elementwise(const Dst& dst, const N& n);
 // is block[(i - i0) * ldc + (j - j0)] for the block's rows and columns.
 template <class T, class S>
 struct gemm_block : node_base {
+  static constexpr bool nest_block = true; // plan/nest_node.hpp
   using value_type = T;
   using shape_type = S;
   static constexpr int rank = S::rank;

@@ -17,10 +17,11 @@ namespace tenfold::cpu {
 // leaves and are skipped.
 template <int K, class N>
 constexpr int count_row_leaves() {
-  if constexpr (detail::is_leaf_v<N>) return run_stride<N, K>() == 1 ? 1 : 0;
-  else if constexpr (detail::is_map_node_v<N> && !row_constant<N, K>())
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == plan::nest_node::leaf) return run_stride<N, K>() == 1 ? 1 : 0;
+  else if constexpr (kind == plan::nest_node::map && !row_constant<N, K>())
     return []<class... C>(std::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
-  else return 0;
+  else return 0; // row-constant, or read through the run index (not prefetched)
 }
 // Count and cache level are compile-time constants, so the touches unroll into registers.
 template <int Count, bool ToL1>
@@ -37,14 +38,15 @@ struct row_prefetch {
 };
 template <int K, class N, class P>
 void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
-  if constexpr (detail::is_leaf_v<N>) {
+  // (the nodes count_row_leaves counts)
+  if constexpr (plan::nest_kind_v<N> == plan::nest_node::leaf) {
     if constexpr (run_stride<N, K>() == 1) {
       index_t off = N::offset;
       for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
       pf.p[pf.count] = reinterpret_cast<const char*>(n.data() + off);
       pf.bytes[pf.count++] = index_t(sizeof(typename N::element_type));
     }
-  } else if constexpr (detail::is_map_node_v<N> && !row_constant<N, K>()) {
+  } else if constexpr (plan::nest_kind_v<N> == plan::nest_node::map && !row_constant<N, K>()) {
     std::apply([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
   }
 }
@@ -52,10 +54,11 @@ void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
 // more than once (the reductions, then the tail), and its first sweep would wait on memory.
 template <int K, class N>
 constexpr bool has_row_reduction() {
-  if constexpr (plan::constant_from<N>(K)) return true;
-  else if constexpr (detail::is_map_node_v<N>)
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == plan::nest_node::reduce_view) return plan::constant_from<N>(K);
+  else if constexpr (kind == plan::nest_node::map)
     return []<class... C>(std::tuple<C...>*) { return (has_row_reduction<K, C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // the other kinds hold no row-fused reduction (the walk takes them out of views)
 }
 // A row whose loads also prefetch the same positions of the next row (the tail sweep of a row-fused
 // expression other than the tee's: layer_norm, rms_norm).

@@ -12,6 +12,7 @@
 #include "tenfold/cpu/row_memo.hpp"
 #include "tenfold/cpu/transpose.hpp"
 #include "tenfold/plan/fusion.hpp"
+#include "tenfold/plan/nest_node.hpp"
 
 namespace tenfold::cpu {
 using detail::leaf;
@@ -57,13 +58,16 @@ constexpr bool suffix_flat(const std::array<index_t, R>& st, const std::array<in
 
 template <class N>
 constexpr bool flat_from(int k) {
-  if constexpr (detail::is_leaf_v<N>) return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k);
-  else if constexpr (detail::is_map_node_v<N>)
+  using enum plan::nest_node;
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == leaf) return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k);
+  else if constexpr (kind == map)
     return []<class... C>(std::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
         static_cast<decltype(N::args)*>(nullptr), k);
-  else if constexpr (plan::is_reduce_view_v<N>) return plan::constant_from<N>(k);
-  else if constexpr (detail::is_reduce_node_v<N>) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
-  else return true; // scalars, and opaque nodes (which unravel the run index themselves)
+  else if constexpr (kind == reduce_view) return plan::constant_from<N>(k);
+  else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
+  else if constexpr (kind == block) return k >= N::rank - 1; // a GEMM block's rows are its own
+  else return true; // scalar, generator, view, pad, concat, by_index: the same everywhere, or read by index
 }
 
 // First axis of the flat run: the smallest k whose suffix is flat for the tree and the destination.
@@ -256,19 +260,22 @@ inline constexpr bool is_gemm_block_v<gemm_block<T, S>> = true;
 // the run, row-fused reductions, and elementwise functions of those.)
 template <class N, int K>
 constexpr bool row_constant() {
-  if constexpr (detail::is_scalar_node_v<N>) return true;
-  else if constexpr (detail::is_leaf_v<N>) {
+  using enum plan::nest_node;
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == scalar) return true;
+  else if constexpr (kind == leaf) {
     for (int a = K; a < N::rank; ++a)
       if (N::strides[a] != 0 && N::shape_type::dims[a] != 1) return false;
     return true;
-  } else if constexpr (plan::constant_from<N>(K)) return true;
-  else if constexpr (detail::is_map_node_v<N>)
+  } else if constexpr (kind == reduce_view) return plan::constant_from<N>(K);
+  else if constexpr (kind == map)
     return []<class... C>(std::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // generator, reduction, view, pad, concat, block, by_index: taken to vary along the run
 }
 
 template <int K, class L, class N>
 TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
+  [[maybe_unused]] constexpr plan::nest_node kind = plan::nest_kind_v<N>; // a node kind the nests do not know stops here
   if constexpr (is_gemm_block_v<N>) {
     static_assert(K == N::rank - 1);
     return n.template row<L>(idx);

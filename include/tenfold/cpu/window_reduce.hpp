@@ -14,10 +14,11 @@ inline constexpr index_t window_parallel_grain = 1 << 12;
 // Does N read a window reduction through elementwise nodes only (or is one)?
 template <class N>
 constexpr bool contains_window_row() {
-  if constexpr (detail::is_reduce_node_v<N>) return window_row_ok<N, typename N::input_t>();
-  else if constexpr (detail::is_map_node_v<N>)
+  constexpr plan::nest_node kind = plan::nest_kind_v<N>;
+  if constexpr (kind == plan::nest_node::reduction) return window_row_ok<N, typename N::input_t>();
+  else if constexpr (kind == plan::nest_node::map)
     return []<class... C>(std::tuple<C...>*) { return (contains_window_row<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // no other kind holds a window reduction in the same nest
 }
 // Runs here: a window reduction, or an elementwise tree over one (relu(max_pool2d(x))), vectorised in
 // its own value type along a last axis at least one vector long.

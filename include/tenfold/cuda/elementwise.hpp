@@ -15,6 +15,7 @@
 #include "tenfold/cuda/kernel.hpp"
 #include "tenfold/cuda/launch.hpp"
 #include "tenfold/cuda/memory.hpp"
+#include "tenfold/plan/nest_node.hpp"
 
 namespace tenfold::cuda::detail {
 using tenfold::detail::is_leaf_v;
@@ -32,11 +33,12 @@ constexpr bool is_broadcast_leaf() {
 // Can N be evaluated from the linear position alone, at shape S?
 template <class N, class S>
 constexpr bool flat_tree() {
+  [[maybe_unused]] constexpr plan::nest_node kind = plan::nest_kind_v<N>; // a node kind the nests do not know stops here
   if constexpr (is_leaf_v<N>) return std::is_same_v<typename N::shape_type, S> && (N::contiguous || is_broadcast_leaf<N>());
   else if constexpr (is_scalar_node_v<N>) return true;
   else if constexpr (is_map_node_v<N>)
     return []<class... C>(std::tuple<C...>*) { return (flat_tree<C, S>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
+  else return false; // the other kinds are read through the element's index (at)
 }
 
 // The widest element a flat tree moves through memory: it sets the vector width.

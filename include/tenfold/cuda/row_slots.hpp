@@ -9,6 +9,7 @@
 #include "tenfold/cuda/elementwise.hpp"
 #include "tenfold/cuda/group.hpp"
 #include "tenfold/plan/fusion.hpp"
+#include "tenfold/plan/nest_node.hpp"
 
 namespace tenfold::cuda::detail {
 
@@ -37,13 +38,14 @@ constexpr bool is_slot() {
 
 template <class N, unsigned Varying>
 constexpr int slot_count() {
+  [[maybe_unused]] constexpr plan::nest_node kind = plan::nest_kind_v<N>; // a node kind the nests do not know stops here
   if constexpr (is_slot<N, Varying>()) {
     using Rd = typename N::child_type;
     return slot_count<typename Rd::child_type, mask_bits<Rd>()>() + 1;
   } else if constexpr (is_map_node_v<N>) {
     return []<class... C>(std::tuple<C...>*) { return (0 + ... + slot_count<C, Varying>()); }(static_cast<decltype(N::args)*>(nullptr));
   } else {
-    return 0;
+    return 0; // the other kinds hold no slot: the walk takes reductions out of views and pads
   }
 }
 

@@ -113,6 +113,7 @@ __device__ compute_t<typename N::value_type> row_value(const N& n, const index_t
     N::map_type::map(idx, in);
     return sequential_reduce(n.arg, in);
   } else {
+    [[maybe_unused]] constexpr plan::nest_node kind = plan::nest_kind_v<N>; // leaf, scalar, generator, view, pad, concat: read by index
     return n.at(idx);
   }
 }
