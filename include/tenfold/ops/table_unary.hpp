@@ -68,7 +68,12 @@ B with_sign_of(const B& r, const B& x) {
 struct neg : unary<neg, category::arith> {
   TENFOLD_OP_NAME(neg);
   template <class T> TENFOLD_HD static T scalar(T x) { return T(-x); }
-  template <class B> static B simd(const B& x) { return -x; }
+  // -0 - x, not -x: xsimd 8.1's AVX-512 neg is 0 - x, which gives +0 for +0. (Integers wrap in the lanes.)
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    if constexpr (std::is_floating_point_v<T>) return B(T(-0.0)) - x;
+    else return -x;
+  }
   static long double reference(long double x) { return -x; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
