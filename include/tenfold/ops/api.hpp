@@ -272,9 +272,9 @@ auto cumprod(X&& x, axes_t<A>) {
 }
 
 // ---- operators -------------------------------------------------------------------------------------
-// (% is absent too: C++'s % truncates, NumPy's and Python's remainder floors; `remainder` and `fmod` say which.)
 // == and != are deliberately absent: `if (a == b)` on tensors would silently build an expression.
-// Use eq / ne (elementwise) or all(eq(a, b)). An operator applies when either side is a tensor
+// Use eq / ne (elementwise) or all(eq(a, b)). So is %: C++'s truncates, NumPy's and Python's floors;
+// `remainder` (floored) and `fmod` (truncated) say which. An operator applies when either side is a tensor
 // expression; the named function it calls then checks the other side (a static_assert says what is wrong).
 template <class A, class B>
 concept operator_operands = expression<A> || expression<B>;
