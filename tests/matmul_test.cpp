@@ -110,3 +110,50 @@ TEST_CASE("matmul: integers and a matmul inside a larger expression", "[matmul]"
   Tensor<float, shape<2>> rowsums = sum(matmul(af, af), axis<1>);
   CHECK(rowsums(1) == 15 + 22);
 }
+
+// A vector operand, as NumPy's matmul: [K] x [K, N] -> [N], [M, K] x [K] -> [M], [K] x [K] -> rank 0,
+// and with batch axes. The references are plain long-double loops over the operands' elements.
+TEST_CASE("matmul: a vector operand (vector @ matrix, matrix @ vector, dot, batched), as NumPy's", "[matmul]") {
+  const auto v = random_tensor<float, shape<7>>(21);
+  const auto m = random_tensor<float, shape<5, 7>>(22);    // [M, K]
+  const auto n = random_tensor<float, shape<7, 4>>(23);    // [K, N]
+  const auto bm = random_tensor<float, shape<3, 5, 7>>(24); // [B, M, K]
+  const auto bn = random_tensor<float, shape<2, 7, 4>>(25); // [B, K, N]
+  const auto bias = random_tensor<float, shape<5>>(26);
+  const Tensor<float, shape<5>> mv = matmul(m, v), fused = relu(matmul(m, v) + bias);
+  const Tensor<float, shape<4>> vm = matmul(v, n);
+  const Tensor<float> dot = matmul(v, v);
+  const Tensor<float, shape<3, 5>> bmv = matmul(bm, v);
+  const Tensor<float, shape<2, 4>> vbn = matmul(v, bn);
+  const Tensor<float, shape<4>> tv = matmul(transpose(n), v * 2.0f); // a view and an expression as operands
+  STATIC_REQUIRE(decltype(matmul(v, v))::shape_type::rank == 0);
+  // One dot product of K = 7 terms against the long-double one.
+  bool ok = true;
+  auto check = [&](float got, auto term, ld scale = 1) {
+    ld s = 0, mag = 0;
+    for (int k = 0; k < 7; ++k) s += term(k), mag += std::fabs(term(k));
+    ok = ok && std::fabs(got - scale * s) <= dot_tol<float>(7) * mag * scale + 1e-30;
+    return s;
+  };
+  for (int i = 0; i < 5; ++i) {
+    const ld s = check(mv(i), [&](int k) { return ld(m(i, k)) * v(k); });
+    ok = ok && std::fabs(fused(i) - std::max<ld>(s + bias(i), 0)) <= dot_tol<float>(7) * 8;
+    for (int b = 0; b < 3; ++b) check(bmv(b, i), [&](int k) { return ld(bm(b, i, k)) * v(k); });
+  }
+  for (int j = 0; j < 4; ++j) {
+    check(vm(j), [&](int k) { return ld(v(k)) * n(k, j); });
+    check(tv(j), [&](int k) { return ld(n(k, j)) * v(k); }, 2);
+    for (int b = 0; b < 2; ++b) check(vbn(b, j), [&](int k) { return ld(v(k)) * bn(b, k, j); });
+  }
+  check(dot(), [&](int k) { return ld(v(k)) * v(k); });
+  CHECK(ok);
+  // Integers: exact.
+  Tensor<int, shape<2, 3>> a{1, 2, 3, 4, 5, 6};
+  Tensor<int, shape<3>> x{7, 8, 9};
+  Tensor<int, shape<2>> ax = matmul(a, x);
+  Tensor<int, shape<3>> xa = matmul(Tensor<int, shape<2>>{1, -1}, a);
+  Tensor<int> xx = matmul(x, x);
+  CHECK((ax(0) == 50 && ax(1) == 122));
+  CHECK((xa(0) == -3 && xa(1) == -3 && xa(2) == -3));
+  CHECK(xx() == 194);
+}

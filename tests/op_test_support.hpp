@@ -282,10 +282,13 @@ std::string shape_str() {
 }
 
 // An entry whose integer results differ from its real-valued reference (fmod(x, 0) is 0 for integers,
-// NaN for floating types) says so with an integer_reference.
+// NaN for floating types) says so with an integer_reference; one whose result depends on the integer type
+// (a shift's width, bitwise_not of a bool) with integer_reference<R>, R the result type.
 template <class Op, class R = long double, std::size_t... I>
 long double call_reference(const long double* in, std::index_sequence<I...>) {
-  if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool> && requires { Op::integer_reference(in[I]...); })
+  if constexpr (std::is_integral_v<R> && requires { Op::template integer_reference<R>(in[I]...); })
+    return Op::template integer_reference<R>(in[I]...);
+  else if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool> && requires { Op::integer_reference(in[I]...); })
     return static_cast<long double>(Op::integer_reference(in[I]...));
   else return static_cast<long double>(Op::reference(in[I]...));
 }

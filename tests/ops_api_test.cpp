@@ -1,4 +1,4 @@
-// The public API of the op table: every binary and ternary entry called through its user-facing function
+// The public API of the op table: every binary, bitwise and ternary entry called through its user-facing function
 // (tenfold::name, and its operator where it has one), with each operand a number, a tensor or an expression,
 // in every combination but all numbers; the values are checked against the entry's long-double reference.
 // The function of an entry is reached through detail::public_function<Op>, which ops/api.hpp defines next
@@ -14,9 +14,9 @@ constexpr index_t n = 37; // two AVX2 float batches and a tail
 enum class form { number, tensor, expression };
 constexpr const char* form_name(form f) { return f == form::number ? "number" : f == form::tensor ? "tensor" : "expression"; }
 
-// The element type the entry is tested in.
+// The element type the entry is tested in: int32 for the bitwise entries, which take no floats.
 template <class Op>
-using api_element_t = float;
+using api_element_t = std::conditional_t<Op::op_category == ops::category::bitwise, std::int32_t, float>;
 
 template <class T>
 struct operands {
@@ -100,6 +100,10 @@ void check_entry() {
 
 TEST_CASE("every binary op through its public function and operator, numbers, tensors and expressions", "[ops][api]") {
   ops::binary_ops::for_each([]<class Op>() { check_entry<Op>(); });
+}
+
+TEST_CASE("every bitwise op through its public function and operator, on int32", "[ops][api]") {
+  ops::bitwise_ops::for_each([]<class Op>() { check_entry<Op>(); });
 }
 
 TEST_CASE("every ternary op through its public function, numbers, tensors and expressions", "[ops][api]") {

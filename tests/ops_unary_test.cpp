@@ -32,14 +32,16 @@ void check_specs(std::set<std::string_view>& names) {
 TEST_CASE("op table: every entry carries a sane test spec", "[ops][table]") {
   // An entry without a test or bench spec does not compile (ops/table.hpp); this checks their values.
   STATIC_REQUIRE(ops::all_entries(ops::unary_ops{}) && ops::all_entries(ops::binary_ops{}) &&
-                 ops::all_entries(ops::ternary_ops{}) && ops::all_entries(ops::reduction_ops{}));
+                 ops::all_entries(ops::bitwise_ops{}) && ops::all_entries(ops::ternary_ops{}) &&
+                 ops::all_entries(ops::reduction_ops{}));
   std::set<std::string_view> names;
   check_specs<ops::unary_ops>(names);
   check_specs<ops::binary_ops>(names);
+  check_specs<ops::bitwise_ops>(names);
   check_specs<ops::ternary_ops>(names);
   check_specs<ops::reduction_ops>(names);
-  CHECK(names.size() ==
-        ops::unary_ops::size + ops::binary_ops::size + ops::ternary_ops::size + ops::reduction_ops::size);
+  CHECK(names.size() == ops::unary_ops::size + ops::binary_ops::size + ops::bitwise_ops::size +
+                            ops::ternary_ops::size + ops::reduction_ops::size);
 }
 
 TEST_CASE("unary ops: float32, contiguous, sizes 1 to 1000003 and every special value", "[ops][unary]") {

@@ -23,6 +23,7 @@ int main() {
   using namespace tenfold::ops;
   print_kind<unary_ops>("unary");
   print_kind<binary_ops>("binary");
+  print_kind<bitwise_ops>("bitwise");
   print_kind<ternary_ops>("ternary");
   print_kind<reduction_ops>("reduction");
 }

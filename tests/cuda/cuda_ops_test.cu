@@ -29,6 +29,11 @@ struct f32 {
   using type = float;
 };
 
+template <std::size_t>
+struct i32 {
+  using type = std::int32_t;
+};
+
 // Distance of two results in ulps, or none where they are within twice the entry's absolute slack of
 // each other: the table's tolerance is "within ulps OR within abs_tol of the reference" (the CPU test's
 // rule, tests/op_test_support.hpp), for results where cancellation makes ulps meaningless (lerp,
@@ -59,6 +64,31 @@ template <class... Op>
 void check_all(ops::op_list<Op...>) {
   (check_op<Op>(std::make_index_sequence<Op::arity>{}), ...);
 }
+
+// Integer entries in int32, where both backends run the same scalar function: equal results. The first
+// elements hold the edge cases (INT_MIN // -1, x // 0, shifts by a negative count or past the width).
+template <class Op, std::size_t... K>
+void check_int_op(std::index_sequence<K...>) {
+  using I = std::int32_t;
+  Tensor<I, S> in[] = {test::random_tensor<I, S>(domain_lo<Op>(int(K)), domain_hi<Op>(int(K)), 11 + unsigned(K))...};
+  constexpr I edges[][2] = {{std::numeric_limits<I>::min(), -1}, {std::numeric_limits<I>::max(), 0}, {-7, 40}, {-7, -1}};
+  for (int e = 0; e < 4; ++e)
+    for (std::size_t k = 0; k < sizeof...(K); ++k) in[k].data()[e] = edges[e][k];
+  cuda::Tensor<I, S> dev[] = {cuda::to_device(in[K])...};
+  using RI = typename Op::template result_type<typename i32<K>::type...>;
+  const Tensor<RI, S> cpu = detail::map_of<Op>(detail::as_node(in[K])...);
+  cuda::Tensor<RI, S> out;
+  out = detail::map_of<Op>(dev[K].expr()...);
+  const Tensor<RI, S> got = cuda::to_host(out);
+  index_t differ = 0;
+  for (index_t i = 0; i < S::size; ++i) differ += cpu.data()[i] != got.data()[i];
+  INFO(std::string(Op::name) << " int32: " << differ << " elements differ");
+  CHECK(differ == 0);
+}
+template <class... Op>
+void check_all_int(ops::op_list<Op...>) {
+  (check_int_op<Op>(std::make_index_sequence<Op::arity>{}), ...);
+}
 } // namespace
 
 TEST_CASE("unary ops on the device match the CPU") {
@@ -69,6 +99,11 @@ TEST_CASE("binary and ternary ops on the device match the CPU") {
   TENFOLD_REQUIRE_DEVICE();
   check_all(ops::binary_ops{});
   check_all(ops::ternary_ops{});
+}
+TEST_CASE("integer ops on the device match the CPU, in int32: bitwise, shifts, floor_divide, remainder") {
+  TENFOLD_REQUIRE_DEVICE();
+  check_all_int(ops::bitwise_ops{});
+  check_all_int(ops::op_list<ops::floor_divide, ops::remainder, ops::add, ops::mul>{});
 }
 TEST_CASE("a fused chain with a broadcast bias, in bf16, matches the CPU") {
   TENFOLD_REQUIRE_DEVICE();

@@ -6,13 +6,14 @@
 
 namespace tenfold::detail {
 
+// The user's shapes, before a vector operand (rank 1, NumPy's rule: ops/linear.hpp) becomes a matrix.
 template <class A, class B>
 struct check_matmul {
-  static constexpr bool ranks_ok = A::rank >= 2 && B::rank >= 2;
-  static_assert(ranks_ok, "tenfold::matmul: operands need rank >= 2 (unsqueeze a vector first)");
-  static constexpr bool inner_ok = !ranks_ok || A::dims[A::rank - 1] == B::dims[B::rank >= 2 ? B::rank - 2 : 0];
+  static constexpr bool ranks_ok = A::rank >= 1 && B::rank >= 1;
+  static_assert(ranks_ok, "tenfold::matmul: operands need rank >= 1 (rank 0 is a number: multiply instead)");
+  static constexpr bool inner_ok = !ranks_ok || A::dims[A::rank >= 1 ? A::rank - 1 : 0] == B::dims[B::rank >= 2 ? B::rank - 2 : 0];
   static_assert(inner_ok, "tenfold::matmul: inner dimensions differ (the last extent of the first operand must equal "
-                          "the second-to-last of the second)");
+                          "the second-to-last of the second, or its only one if it is a vector)");
   static constexpr bool valid = ranks_ok && inner_ok;
 };
 

@@ -217,10 +217,13 @@ TENFOLD_ELEMENTWISE(silu) TENFOLD_ELEMENTWISE(gelu) TENFOLD_ELEMENTWISE(gelu_tan
 TENFOLD_ELEMENTWISE(selu) TENFOLD_ELEMENTWISE(softplus) TENFOLD_ELEMENTWISE(logical_not)
 TENFOLD_ELEMENTWISE(isnan) TENFOLD_ELEMENTWISE(isinf)
 TENFOLD_ELEMENTWISE(add) TENFOLD_ELEMENTWISE(sub) TENFOLD_ELEMENTWISE(mul) TENFOLD_ELEMENTWISE(div)
+TENFOLD_ELEMENTWISE(floor_divide) TENFOLD_ELEMENTWISE(remainder)
 TENFOLD_ELEMENTWISE(pow) TENFOLD_ELEMENTWISE(fmod) TENFOLD_ELEMENTWISE(atan2) TENFOLD_ELEMENTWISE(minimum)
 TENFOLD_ELEMENTWISE(maximum) TENFOLD_ELEMENTWISE(eq) TENFOLD_ELEMENTWISE(ne) TENFOLD_ELEMENTWISE(lt)
 TENFOLD_ELEMENTWISE(le) TENFOLD_ELEMENTWISE(gt) TENFOLD_ELEMENTWISE(ge) TENFOLD_ELEMENTWISE(logical_and)
 TENFOLD_ELEMENTWISE(logical_or) TENFOLD_ELEMENTWISE(logical_xor)
+TENFOLD_ELEMENTWISE(bitwise_and) TENFOLD_ELEMENTWISE(bitwise_or) TENFOLD_ELEMENTWISE(bitwise_xor)
+TENFOLD_ELEMENTWISE(bitwise_not) TENFOLD_ELEMENTWISE(left_shift) TENFOLD_ELEMENTWISE(right_shift)
 TENFOLD_ELEMENTWISE(where) TENFOLD_ELEMENTWISE(clamp) TENFOLD_ELEMENTWISE(lerp)
 TENFOLD_REDUCTION(sum, sum) TENFOLD_REDUCTION(mean, mean) TENFOLD_REDUCTION(prod, prod) TENFOLD_REDUCTION(max, max)
 TENFOLD_REDUCTION(min, min) TENFOLD_REDUCTION(argmax, argmax) TENFOLD_REDUCTION(argmin, argmin)
@@ -270,14 +273,19 @@ auto cumprod(X&& x, axes_t<A>) {
 
 // ---- operators -------------------------------------------------------------------------------------
 // == and != are deliberately absent: `if (a == b)` on tensors would silently build an expression.
-// Use eq / ne (elementwise) or all(eq(a, b)). An operator applies when either side is a tensor
+// Use eq / ne (elementwise) or all(eq(a, b)). So is %: C++'s truncates, NumPy's and Python's floors;
+// `remainder` (floored) and `fmod` (truncated) say which. An operator applies when either side is a tensor
 // expression; the named function it calls then checks the other side (a static_assert says what is wrong).
 template <class A, class B>
 concept operator_operands = expression<A> || expression<B>;
+// << and >> take only operands of an expression: `std::cout << t` must stay the stream's (core/print.hpp),
+// so a stream (or anything else that is not a tensor, an expression or a number) never reaches left_shift.
+template <class A, class B>
+concept shift_operands = operator_operands<A, B> && operand<A> && operand<B>;
 
-#define TENFOLD_BINARY_OPERATOR(sym, op)                                                                      \
+#define TENFOLD_BINARY_OPERATOR(sym, op, operands)                                                            \
   template <class A, class B>                                                                                \
-    requires operator_operands<A, B>                                                                         \
+    requires operands<A, B>                                                                                  \
   auto operator sym(A&& a, B&& b) {                                                                          \
     return op(std::forward<A>(a), std::forward<B>(b));                                                       \
   }                                                                                                          \
@@ -308,11 +316,15 @@ concept operator_operands = expression<A> || expression<B>;
   template <>                                                                                                \
   inline constexpr bool has_public_operator<ops::op> = true;                                                 \
   }
-TENFOLD_BINARY_OPERATOR(+, add) TENFOLD_BINARY_OPERATOR(-, sub) TENFOLD_BINARY_OPERATOR(*, mul)
-TENFOLD_BINARY_OPERATOR(/, div) TENFOLD_BINARY_OPERATOR(<, lt) TENFOLD_BINARY_OPERATOR(<=, le)
-TENFOLD_BINARY_OPERATOR(>, gt) TENFOLD_BINARY_OPERATOR(>=, ge) TENFOLD_BINARY_OPERATOR(&&, logical_and)
-TENFOLD_BINARY_OPERATOR(||, logical_or)
-TENFOLD_UNARY_OPERATOR(-, neg) TENFOLD_UNARY_OPERATOR(!, logical_not)
+TENFOLD_BINARY_OPERATOR(+, add, operator_operands) TENFOLD_BINARY_OPERATOR(-, sub, operator_operands)
+TENFOLD_BINARY_OPERATOR(*, mul, operator_operands) TENFOLD_BINARY_OPERATOR(/, div, operator_operands)
+TENFOLD_BINARY_OPERATOR(<, lt, operator_operands) TENFOLD_BINARY_OPERATOR(<=, le, operator_operands)
+TENFOLD_BINARY_OPERATOR(>, gt, operator_operands) TENFOLD_BINARY_OPERATOR(>=, ge, operator_operands)
+TENFOLD_BINARY_OPERATOR(&&, logical_and, operator_operands) TENFOLD_BINARY_OPERATOR(||, logical_or, operator_operands)
+TENFOLD_BINARY_OPERATOR(&, bitwise_and, operator_operands) TENFOLD_BINARY_OPERATOR(|, bitwise_or, operator_operands)
+TENFOLD_BINARY_OPERATOR(^, bitwise_xor, operator_operands) TENFOLD_BINARY_OPERATOR(<<, left_shift, shift_operands)
+TENFOLD_BINARY_OPERATOR(>>, right_shift, shift_operands)
+TENFOLD_UNARY_OPERATOR(-, neg) TENFOLD_UNARY_OPERATOR(!, logical_not) TENFOLD_UNARY_OPERATOR(~, bitwise_not)
 #undef TENFOLD_BINARY_OPERATOR
 #undef TENFOLD_UNARY_OPERATOR
 
@@ -328,7 +340,8 @@ template <class... Op>
 constexpr bool all_public(ops::op_list<Op...>) {
   return (check_public_function<Op>() && ...);
 }
-static_assert(all_public(ops::unary_ops{}) && all_public(ops::binary_ops{}) && all_public(ops::ternary_ops{}) &&
+static_assert(all_public(ops::unary_ops{}) && all_public(ops::binary_ops{}) && all_public(ops::bitwise_ops{}) &&
+              all_public(ops::ternary_ops{}) &&
               all_public(ops::reduction_ops{}));
 } // namespace detail
 } // namespace tenfold

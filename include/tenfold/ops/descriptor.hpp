@@ -30,6 +30,7 @@ enum class category {
   compare,   // operands promoted, result bool
   logical,   // operands as bool, result bool
   predicate, // floating operand, result bool (isnan)
+  bitwise,   // integer or bool operands only; result = promoted type (bool stays bool)
 };
 
 // Inputs the generated op tests draw from, and how close to the long-double reference they must be.
@@ -91,6 +92,17 @@ template <class... V>
 struct typing<category::logical, V...> {
   using result = bool;
   using operating = bool;
+};
+// Floating operands are refused here, where the result type is first asked for, with a message that names
+// the ops: bitwise_and(x, y) of two float tensors stops at this line.
+template <class... V>
+struct typing<category::bitwise, V...> {
+  static_assert((!is_floating_v<V> && ...),
+                "tenfold: bitwise ops (bitwise_and, bitwise_or, bitwise_xor, bitwise_not, left_shift, right_shift and "
+                "the operators & | ^ ~ << >>) take integer or bool operands, not floating ones");
+  // (int32 where refused, so that the assertion above is the only error the compiler prints)
+  using result = std::conditional_t<(!is_floating_v<V> && ...), promote_all_t<V...>, std::int32_t>;
+  using operating = result;
 };
 template <class... V>
 struct typing<category::predicate, V...> {

@@ -3,6 +3,7 @@
 // (ops/api.hpp), both evaluators, the op tests and the op benchmarks are generated from these lists;
 // adding an op is adding its entry (ops/table_*.hpp), listing it here and naming its function in
 // ops/api.hpp.
+#include "tenfold/ops/table_bitwise.hpp"
 #include "tenfold/ops/table_reduce.hpp"
 
 namespace tenfold::ops {
@@ -19,8 +20,11 @@ struct op_list {
 using unary_ops = op_list<neg, abs, sign, square, relu, exp, exp2, expm1, log, log2, log1p, sqrt, rsqrt, reciprocal, sin,
                           cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, floor, ceil, round,
                           trunc, sigmoid, silu, gelu, gelu_tanh, elu, selu, softplus, logical_not, isnan, isinf>;
-using binary_ops = op_list<add, sub, mul, div, pow, fmod, atan2, minimum, maximum, eq, ne, lt, le, gt, ge, logical_and,
-                           logical_or, logical_xor>;
+using binary_ops = op_list<add, sub, mul, div, floor_divide, remainder, pow, fmod, atan2, minimum, maximum, eq, ne, lt, le,
+                           gt, ge, logical_and, logical_or, logical_xor>;
+// Integer and bool operands only (ops/table_bitwise.hpp): unary and binary entries, listed apart so that the
+// generated float tests of the two lists above do not meet them.
+using bitwise_ops = op_list<bitwise_and, bitwise_or, bitwise_xor, bitwise_not, left_shift, right_shift>;
 using ternary_ops = op_list<where, clamp, lerp>;
 using reduction_ops = op_list<sum, mean, prod, max, min, argmax, argmin, any, all, var, stddev, logsumexp, norm>;
 
@@ -35,6 +39,6 @@ template <class... Op>
 constexpr bool all_entries(op_list<Op...>) {
   return (table_entry<Op> && ...);
 }
-static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_entries(ternary_ops{}) &&
-              all_entries(reduction_ops{}), "tenfold: every op table entry needs a name, a test_spec and a bench_spec");
+static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_entries(bitwise_ops{}) &&
+              all_entries(ternary_ops{}) && all_entries(reduction_ops{}), "tenfold: every op table entry needs a name, a test_spec and a bench_spec");
 } // namespace tenfold::ops

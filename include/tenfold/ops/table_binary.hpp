@@ -9,7 +9,7 @@ namespace tenfold::ops {
 struct add : binary<add> {
   TENFOLD_OP_NAME(add);
   template <class... V> using result_type = bool_closed_t<V...>;
-  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a + b); }
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_add(a, b); } // integers wrap
   template <class B> static B simd(const B& a, const B& b) { return a + b; }
   static long double reference(long double a, long double b) { return a + b; }
   static constexpr test_spec test{.ulps = 0.5};
@@ -18,7 +18,7 @@ struct add : binary<add> {
 // bool - bool computes in int32 (-1, 0 or 1): NumPy and PyTorch refuse it; it has no bool meaning.
 struct sub : binary<sub> {
   TENFOLD_OP_NAME(sub);
-  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a - b); }
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_sub(a, b); }
   template <class B> static B simd(const B& a, const B& b) { return a - b; }
   static long double reference(long double a, long double b) { return a - b; }
   static constexpr test_spec test{.ulps = 0.5};
@@ -28,7 +28,7 @@ struct sub : binary<sub> {
 struct mul : binary<mul> {
   TENFOLD_OP_NAME(mul);
   template <class... V> using result_type = bool_closed_t<V...>;
-  template <class T> TENFOLD_HD static T scalar(T a, T b) { return T(a * b); }
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_mul(a, b); }
   template <class B> static B simd(const B& a, const B& b) { return a * b; }
   static long double reference(long double a, long double b) { return a * b; }
   static constexpr test_spec test{.ulps = 0.5};
@@ -70,6 +70,86 @@ struct fmod : binary<fmod> {
   static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::fmod(a, b); }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0, .lo2 = 0.5, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 4};
+};
+namespace sc {
+// NumPy's floor division and remainder (npy_divmod in npymath): the quotient rounds toward -inf and the
+// remainder takes the divisor's sign, as in Python. Integers: x // 0 and x % 0 are 0 (NumPy's values, with
+// a warning there), INT_MIN // -1 wraps to INT_MIN, and nothing is undefined (C's INT_MIN / -1 is).
+// Floating types: fmod, then the quotient (a - mod) / b snapped to a whole number; x // 0 is a / 0 (±inf
+// or NaN) and x % 0 is NaN; a zero result carries the sign NumPy gives it (remainder: the divisor's).
+template <class T>
+struct divmod_result {
+  T quotient, remainder;
+};
+template <class T>
+TENFOLD_HD divmod_result<T> divmod(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == T(0)) return {T(0), T(0)};
+    if (b == T(-1)) return {wrapping_neg(a), T(0)};
+    const T q = T(a / b), r = T(a % b);
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) return {T(q - T(1)), T(r + b)};
+    return {q, r};
+  } else {
+    T mod = std::fmod(a, b);
+    if (b == T(0)) return {a / b, mod};
+    T div = (a - mod) / b;
+    if (mod != T(0)) {
+      if ((b < T(0)) != (mod < T(0))) {
+        mod += b;
+        div -= T(1);
+      }
+    } else {
+      mod = std::copysign(T(0), b);
+    }
+    T floordiv;
+    if (div != T(0)) {
+      floordiv = std::floor(div);
+      if (div - floordiv > T(0.5)) floordiv += T(1);
+    } else {
+      floordiv = std::copysign(T(0), a / b);
+    }
+    return {floordiv, mod};
+  }
+}
+} // namespace sc
+
+// a // b and a % b as NumPy's floor_divide and remainder (sc::divmod above; Python's // and % on numbers).
+// No SIMD form: xsimd 8.1 has no integer division (its batches divide lane by lane in C, undefined for
+// x / 0 and INT_MIN / -1), and the floating form needs an exact fmod (see fmod below).
+struct floor_divide : binary<floor_divide> {
+  TENFOLD_OP_NAME(floor_divide);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::divmod(a, b).quotient; }
+  // Python's a // b, from its definition (the floor of the exact quotient) rather than NumPy's steps: an
+  // infinite divisor gives ±0 when the signs agree and -1 when they differ (then a % b is b), inf // x is NaN.
+  static long double reference(long double a, long double b) {
+    if (b == 0) return a / b;
+    if (std::isnan(a) || std::isnan(b) || std::isinf(a)) return NAN;
+    if (std::isinf(b) && a != 0 && (a < 0) != (b < 0)) return -1;
+    const long double q = std::isinf(b) ? 0 : std::floor(a / b);
+    return q == 0 ? std::copysign(0.0L, a / b) : q;
+  }
+  static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::floor(a / b); }
+  // NumPy's steps round a - fmod(a, b) and the quotient in T before snapping it to a whole number: exact
+  // below 2^(digits - 2), and off by one (2 ulps at most) above, where NumPy's own result is off the same way.
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2, .lo2 = -10, .hi2 = 10};
+  static constexpr bench_spec bench{.flops = 8};
+};
+struct remainder : binary<remainder> {
+  TENFOLD_OP_NAME(remainder);
+  template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::divmod(a, b).remainder; }
+  static long double reference(long double a, long double b) {
+    if (b == 0 || std::isnan(a) || std::isnan(b) || std::isinf(a)) return NAN;
+    const long double r = std::isinf(b) ? a : std::fmod(a, b);
+    if (r == 0) return std::copysign(0.0L, b);
+    return (r < 0) != (b < 0) ? r + b : r;
+  }
+  static long double integer_reference(long double a, long double b) {
+    if (b == 0) return 0;
+    const long double r = std::fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
+  static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0.5, .lo2 = -10, .hi2 = 10};
+  static constexpr bench_spec bench{.flops = 8};
 };
 struct atan2 : binary<atan2, category::floating> {
   TENFOLD_OP_NAME(atan2);

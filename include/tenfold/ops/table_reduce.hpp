@@ -11,8 +11,12 @@ namespace tenfold::ops {
 struct sum : reduction<sum, reduce_result::wide> {
   TENFOLD_OP_NAME(sum);
   template <class A> TENFOLD_HD static constexpr A identity() { return A(0); }
-  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc + x; }
-  template <class A> TENFOLD_HD static A merge(A a, A b) { return a + b; }
+  // Integer sums wrap around on overflow, as NumPy's do (sc::wrapping_add: never undefined).
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) {
+    if constexpr (sc::wraps_v<A>) return sc::wrapping_add(acc, A(x));
+    else return acc + x;
+  }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return sc::wrapping_add(a, b); }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
   template <class B> static B simd_merge(const B& a, const B& b) { return a + b; }
@@ -39,8 +43,11 @@ struct mean : reduction<mean, reduce_result::floating> {
 struct prod : reduction<prod, reduce_result::wide> {
   TENFOLD_OP_NAME(prod);
   template <class A> TENFOLD_HD static constexpr A identity() { return A(1); }
-  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) { return acc * x; }
-  template <class A> TENFOLD_HD static A merge(A a, A b) { return a * b; }
+  template <class A, class X> TENFOLD_HD static A combine(A acc, X x, index_t) {
+    if constexpr (sc::wraps_v<A>) return sc::wrapping_mul(acc, A(x)); // as sum: integers wrap
+    else return acc * x;
+  }
+  template <class A> TENFOLD_HD static A merge(A a, A b) { return sc::wrapping_mul(a, b); }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc * x; }
   template <class B> static B simd_merge(const B& a, const B& b) { return a * b; }

@@ -44,6 +44,33 @@ B redo_lanes(const B& r, const B& a, const B& b, const M& redo, F f) {
     if (redo.get(i)) rs[i] = f(as[i], bs[i]);
   return B::load_aligned(rs);
 }
+// Signed integer arithmetic that wraps around, as NumPy's does (INT_MIN - 1 is INT_MAX, -INT_MIN is INT_MIN):
+// computed in the unsigned type, where overflow is defined, and converted back (modular since C++20).
+// Other types pass through. (unsigned, not the type's own unsigned: a narrower one would promote to int.)
+template <class T>
+using wrap_unsigned_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <class T>
+inline constexpr bool wraps_v = std::is_integral_v<T> && std::is_signed_v<T>;
+template <class T>
+TENFOLD_HD constexpr T wrapping_add(T a, T b) {
+  if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(a) + wrap_unsigned_t<T>(b));
+  else return T(a + b);
+}
+template <class T>
+TENFOLD_HD constexpr T wrapping_sub(T a, T b) {
+  if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(a) - wrap_unsigned_t<T>(b));
+  else return T(a - b);
+}
+template <class T>
+TENFOLD_HD constexpr T wrapping_mul(T a, T b) {
+  if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(a) * wrap_unsigned_t<T>(b));
+  else return T(a * b);
+}
+template <class T>
+TENFOLD_HD constexpr T wrapping_neg(T a) {
+  if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(0) - wrap_unsigned_t<T>(a));
+  else return T(-a);
+}
 // For entries whose xsimd kernel is accurate in float only: double then takes the scalar path.
 template <class B>
 concept float_batch = std::is_same_v<typename B::value_type, float>;
@@ -67,8 +94,13 @@ B with_sign_of(const B& r, const B& x) {
 
 struct neg : unary<neg, category::arith> {
   TENFOLD_OP_NAME(neg);
-  template <class T> TENFOLD_HD static T scalar(T x) { return T(-x); }
-  template <class B> static B simd(const B& x) { return -x; }
+  template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_neg(x); }
+  // -0 - x, not -x: xsimd 8.1's AVX-512 neg is 0 - x, which gives +0 for +0. (Integers wrap in the lanes.)
+  template <class B> static B simd(const B& x) {
+    using T = typename B::value_type;
+    if constexpr (std::is_floating_point_v<T>) return B(T(-0.0)) - x;
+    else return -x;
+  }
   static long double reference(long double x) { return -x; }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
@@ -76,7 +108,7 @@ struct neg : unary<neg, category::arith> {
 struct abs : unary<abs, category::arith> {
   TENFOLD_OP_NAME(abs);
   template <class T> TENFOLD_HD static T scalar(T x) {
-    if constexpr (std::is_integral_v<T>) return x < 0 ? T(-x) : x;
+    if constexpr (std::is_integral_v<T>) return x < 0 ? sc::wrapping_neg(x) : x; // abs(INT_MIN) is INT_MIN, as NumPy's
     else return std::fabs(x);
   }
   template <class B> static B simd(const B& x) { return xsimd::abs(x); }
@@ -97,7 +129,7 @@ struct sign : unary<sign, category::arith> {
 };
 struct square : unary<square, category::arith> {
   TENFOLD_OP_NAME(square);
-  template <class T> TENFOLD_HD static T scalar(T x) { return T(x * x); }
+  template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_mul(x, x); }
   template <class B> static B simd(const B& x) { return x * x; }
   static long double reference(long double x) { return x * x; }
   static constexpr test_spec test{.ulps = 0.5};
