@@ -3,6 +3,7 @@
 // (ops/api.hpp), both evaluators, the op tests and the op benchmarks are generated from these lists;
 // adding an op is adding its entry (ops/table_*.hpp), listing it here and naming its function in
 // ops/api.hpp.
+#include "tenfold/ops/entry.hpp"
 #include "tenfold/ops/table_reduce.hpp"
 
 namespace tenfold::ops {
@@ -24,17 +25,31 @@ using binary_ops = op_list<add, sub, mul, div, pow, fmod, atan2, minimum, maximu
 using ternary_ops = op_list<where, clamp, lerp>;
 using reduction_ops = op_list<sum, mean, prod, max, min, argmax, argmin, any, all, var, stddev, logsumexp, norm>;
 
-// Every entry must carry a test spec and a bench spec; an entry without one does not compile.
+// Every entry of the library's own table is an entry (ops/entry.hpp) with, beyond what an op defined
+// outside needs, a long-double reference, a test spec and a bench spec: the op tests and benchmarks are
+// generated from them. An entry without one does not compile.
+template <class Op, class Seq = std::make_index_sequence<std::size_t(Op::arity)>>
+inline constexpr bool has_elementwise_reference = false;
+template <class Op, std::size_t... K>
+inline constexpr bool has_elementwise_reference<Op, std::index_sequence<K...>> =
+    requires(entry_detail::repeat_t<long double, std::integral_constant<std::size_t, K>>... x) {
+      { Op::reference(x...) } -> std::convertible_to<long double>;
+    };
 template <class Op>
-concept table_entry = requires {
-  { Op::name } -> std::convertible_to<std::string_view>;
-  { Op::test } -> std::convertible_to<test_spec>;
-  { Op::bench } -> std::convertible_to<bench_spec>;
-};
+concept table_entry =
+    ((elementwise_entry<Op> && has_elementwise_reference<Op>) ||
+     (reduction_entry<Op> && requires(const long double* x, index_t n) {
+       { Op::reference(x, n) } -> std::convertible_to<long double>;
+     })) &&
+    requires {
+      { Op::test } -> std::convertible_to<test_spec>;
+      { Op::bench } -> std::convertible_to<bench_spec>;
+    };
 template <class... Op>
 constexpr bool all_entries(op_list<Op...>) {
   return (table_entry<Op> && ...);
 }
 static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_entries(ternary_ops{}) &&
-              all_entries(reduction_ops{}), "tenfold: every op table entry needs a name, a test_spec and a bench_spec");
+              all_entries(reduction_ops{}),
+              "tenfold: every op table entry needs a name, a reference, a test_spec and a bench_spec");
 } // namespace tenfold::ops
