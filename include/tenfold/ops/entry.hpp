@@ -175,13 +175,13 @@ constexpr bool check_elementwise_entry() {
 // The entry for operands whose compute types are V..., which its scalar function takes as O.
 template <class Op, class O, class... V>
 constexpr bool check_elementwise_operands() {
-  if constexpr (!ops::own_apply<Op> && !ops::declares_scalar<Op>) {
-    static_assert(entry_false<Op>, "tenfold: an elementwise op entry needs a scalar function, one parameter per operand: "
-                                   "template <class T> TENFOLD_HD static T scalar(T x)");
-    return false;
-  } else if constexpr (!ops::own_apply<Op> && !ops::scalar_callable<Op, V...>) {
-    static_assert(entry_false<O>, "tenfold: the op entry's scalar function cannot be called with its operands "
-                                  "converted to its operating type (O in the note)");
+  if constexpr (!ops::own_apply<Op> && !ops::scalar_callable<Op, V...>) {
+    if constexpr (!ops::declares_scalar<Op>)
+      static_assert(entry_false<Op>, "tenfold: an elementwise op entry needs a scalar function, one parameter per "
+                                     "operand: template <class T> TENFOLD_HD static T scalar(T x)");
+    else
+      static_assert(entry_false<O>, "tenfold: the op entry's scalar function cannot be called with its operands "
+                                    "converted to its operating type (O in the note)");
     return false;
   } else if constexpr (!ops::simd_usable<Op, O>) {
     static_assert(entry_false<O>, "tenfold: the op entry's simd function takes no xsimd::batch operands, neither of its "
