@@ -295,7 +295,7 @@ long double call_reference(const long double* in, std::index_sequence<I...>) {
 } // namespace tenfold::test
 
 // ---- elementwise cases ---------------------------------------------------------------------------------
-// Each case builds operands of one layout, evaluates detail::make_map<Op>(operands...) — exactly what the
+// Each case builds operands of one layout, evaluates tenfold::apply<Op>(operands...) — exactly what the
 // generated user functions do — and checks every output element against Op::reference on the inputs that
 // element reads (looked up through the layout's own index map, not through the library's views).
 namespace tenfold::test {
@@ -347,7 +347,7 @@ void contiguous_case(fill mode) {
   std::array<Tensor<T, shape<N>>, A> x;
   for (int k = 0; k < A; ++k) std::copy(v[k].begin(), v[k].end(), x[k].data());
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto e = detail::make_map<Op>(x[I]...);
+    auto e = tenfold::apply<Op>(x[I]...);
     Tensor<typename decltype(e)::value_type, shape<N>> out = e;
     check_elementwise<Op, T>(std::string("contiguous/") + fill_name(mode), out,
                              [&](index_t o, int k) { return v[k][o]; });
@@ -364,7 +364,7 @@ void strided_case() {
   std::array<Tensor<T, shape<67>>, A> x;
   for (int k = 0; k < A; ++k) std::copy(v[k].begin(), v[k].end(), x[k].data());
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto e = detail::make_map<Op>(slice<range<none, none, 2>>(x[I])...);
+    auto e = tenfold::apply<Op>(slice<range<none, none, 2>>(x[I])...);
     Tensor<typename decltype(e)::value_type, shape<34>> out = e;
     check_elementwise<Op, T>("strided(step 2)", out, [&](index_t o, int k) { return v[k][2 * o]; });
   }
@@ -381,7 +381,7 @@ void transposed_case() {
   std::array<Tensor<T, shape<29, 37>>, A> x;
   for (int k = 1; k < A; ++k) std::copy(v[k].begin(), v[k].end(), x[k].data());
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto e = detail::make_map<Op>(transpose(t), x[I + 1]...);
+    auto e = tenfold::apply<Op>(transpose(t), x[I + 1]...);
     Tensor<typename decltype(e)::value_type, shape<29, 37>> out = e;
     check_elementwise<Op, T>("transposed(operand 0)", out, [&](index_t o, int k) {
       const index_t i = o / 37, j = o % 37;
@@ -408,7 +408,7 @@ void broadcast_case() {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     std::tuple<Tensor<T, broadcast_operand_shape<int(I), A>>...> x{
         tensor_of<T, broadcast_operand_shape<int(I), A>>(v[I])...};
-    auto e = detail::make_map<Op>(broadcast_to<shape<37, 29>>(std::get<I>(x))...);
+    auto e = tenfold::apply<Op>(broadcast_to<shape<37, 29>>(std::get<I>(x))...);
     Tensor<typename decltype(e)::value_type, shape<37, 29>> out = e;
     check_elementwise<Op, T>("broadcast", out, [&](index_t o, int k) {
       return k == A - 1 ? v[k][o % 29] : k == 0 ? v[k][o / 29] : v[k][o];
@@ -432,7 +432,7 @@ void scalar_case() {
     for (T s : special_values<T>(doms[A - 1])) scalars.push_back(s);
   for (T s : scalars) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto e = detail::make_map<Op>(x[I]..., s);
+      auto e = tenfold::apply<Op>(x[I]..., s);
       Tensor<typename decltype(e)::value_type, shape<33>> out = e;
       check_elementwise<Op, T>("scalar(last operand)", out, [&](index_t o, int k) { return k == A - 1 ? s : v[k][o]; });
     }
@@ -565,7 +565,7 @@ void edge_case() {
   for (std::size_t base = 0; base < v.size(); base += N) {
     Tensor<T, shape<N>> t;
     for (index_t i = 0; i < N; ++i) t.data()[i] = v[base + std::size_t(i) % std::min<std::size_t>(N, v.size() - base)];
-    auto e = detail::make_map<Op>(t);
+    auto e = tenfold::apply<Op>(t);
     Tensor<typename decltype(e)::value_type, shape<N>> out = e;
     std::vector<long double> in(N);
     for (index_t i = 0; i < N; ++i) in[i] = to_ld(t.data()[i]);

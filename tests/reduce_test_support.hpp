@@ -108,7 +108,8 @@ auto reduce_mask(X& x) {
     using N = detail::node_t<X&>;
     return detail::reduce_node<Op, N, detail::canon(std::array<bool, N::rank>{}), Keep>{{}, detail::as_node(x)};
   } else {
-    return detail::reduce<Op, Keep>(x, axes_of_mask<M>{});
+    if constexpr (Keep) return tenfold::reduce<Op>(x, axes_of_mask<M>{}, keepdims);
+    else return tenfold::reduce<Op>(x, axes_of_mask<M>{});
   }
 }
 } // namespace tenfold::test
@@ -200,7 +201,7 @@ std::vector<T> draw_n(const domain& d, index_t n, std::mt19937_64& rng) {
 template <class Op, class T, index_t N>
 void check_full(const std::string& what, Tensor<T, shape<N>>& x, const std::vector<T>& v) {
   std::copy(v.begin(), v.end(), x.data());
-  auto e = detail::reduce<Op, false>(x, axes_t<>{});
+  auto e = tenfold::reduce<Op>(x);
   Tensor<typename decltype(e)::value_type, shape<>> out = e;
   report rep{std::string(Op::name) + " " + std::string(type_name<T>()) + " all axes of [" + std::to_string(N) + "] " +
              what};
@@ -271,13 +272,13 @@ void check_2d(const std::string& what, View&& view, Get get) {
   constexpr index_t A = S::dims[0], B = S::dims[1];
   report rep{std::string(Op::name) + " " + std::string(type_name<T>()) + " " + what};
   if constexpr (Axis == -1) {
-    Tensor<typename Op::template result_type<T>, shape<>> out = detail::reduce<Op, false>(view, axes_t<>{});
+    Tensor<typename Op::template result_type<T>, shape<>> out = tenfold::reduce<Op>(view);
     std::vector<long double> in;
     for (index_t i = 0; i < A; ++i)
       for (index_t j = 0; j < B; ++j) in.push_back(to_ld(get(i, j)));
     check_reduction<Op>(rep, 0, in, out());
   } else {
-    auto e = detail::reduce<Op, false>(view, axes_t<Axis>{});
+    auto e = tenfold::reduce<Op>(view, axis<Axis>);
     Tensor<typename decltype(e)::value_type, typename decltype(e)::shape_type> out = e;
     const index_t outs = Axis == 0 ? B : A, len = Axis == 0 ? A : B;
     for (index_t o = 0; o < outs; ++o) {
@@ -307,7 +308,7 @@ void view_cases() {
   const auto w = draw_n<T>(d, 4099, rng);
   auto s = tensor_of<T, shape<4099>>(w);
   Tensor<typename Op::template result_type<T>, shape<>> out =
-      detail::reduce<Op, false>(slice<range<none, none, 3>>(s), axes_t<>{});
+      tenfold::reduce<Op>(slice<range<none, none, 3>>(s));
   std::vector<long double> in;
   for (index_t i = 0; i < 4099; i += 3) in.push_back(to_ld(w[i]));
   report rep{std::string(Op::name) + " " + std::string(type_name<T>()) + " strided (step 3) [1367] all axes"};

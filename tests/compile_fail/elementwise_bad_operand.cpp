@@ -1,4 +1,5 @@
-// A std::string is not an operand of an elementwise op: the op's function says so.
+// A std::string is not an operand of an elementwise op: tenfold::apply, which clamp calls, says so (its note
+// names ops::clamp, then clamp).
 #include <string>
 #include <tenfold/tenfold.hpp>
 using namespace tenfold;

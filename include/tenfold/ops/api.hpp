@@ -1,8 +1,11 @@
 #pragma once
-// The user-facing functions, generated from the op table: one function template per entry, NumPy
-// broadcasting and scalar operands for the elementwise ones, axis lists and keepdims for reductions.
+// The user-facing functions: tenfold::apply<Entry>(x...) and tenfold::reduce<Entry>(x, axes, keepdims),
+// which take any op entry (ops/entry.hpp: the library's own or one defined outside it) with NumPy
+// broadcasting and scalar operands for the elementwise ones, axis lists and keepdims for reductions; and
+// one named function per entry of the op table, which is apply or reduce of that entry.
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
+#include "tenfold/ops/entry.hpp"
 #include "tenfold/ops/rewrite.hpp"
 #include "tenfold/ops/table.hpp"
 
@@ -144,6 +147,10 @@ struct public_operator;
 template <class Op>
 inline constexpr bool has_public_operator = false;
 
+// The node of an operand, given the element type the operands agree on.
+template <class Common, class X>
+using operand_node_t = decltype(to_node<Common>(std::declval<X>()));
+
 // An empty axis list reduces every axis.
 template <class Op, bool Keep, class X, int... A>
 auto reduce(X&& x, axes_t<A...>) {
@@ -152,7 +159,55 @@ auto reduce(X&& x, axes_t<A...>) {
   if constexpr (!check_axes<typename N::shape_type, A...>::valid) return invalid_view{};
   else return reduce_node<Op, N, canon(axis_mask<N::rank, A...>()), Keep>{{}, as_node(std::forward<X>(x))};
 }
+template <class Op, bool Keep, class X, int... A>
+auto reduce_checked(X&& x, axes_t<A...> a) {
+  if constexpr (!check_reduction_entry<Op>()) return invalid_view{};
+  else if constexpr (!check_reduction_elements<Op, typename node_t<X>::value_type>()) return invalid_view{};
+  else return detail::reduce<Op, Keep>(std::forward<X>(x), a);
+}
 } // namespace detail
+
+// ---- apply and reduce: any entry ----------------------------------------------------------------------
+// apply<Entry>(x...): the elementwise op of an entry deriving from ops::unary, binary or ternary, each
+// operand a tensor, an expression or a number (at least one not a number), broadcast as in NumPy. The
+// entry is checked first (ops/entry.hpp); a failed check is one static_assert saying what is missing.
+template <class Op, class... X>
+auto apply(X&&... x) {
+  if constexpr (!detail::check_elementwise_entry<Op>()) {
+    return detail::invalid_view{};
+  } else {
+    constexpr bool arity_ok = sizeof...(X) == Op::arity;
+    static_assert(arity_ok, "tenfold: wrong number of operands for this elementwise op (Op in the note; its arity is "
+                            "in its entry: unary, binary or ternary)");
+    constexpr bool operands_ok = (operand<X> && ...);
+    static_assert(operands_ok, "tenfold: every operand of an elementwise op (Op in the note) must be a tenfold tensor "
+                               "or expression, or a number (bool, an integer, float, double, bf16 or f16)");
+    constexpr bool tensor_ok = detail::has_expression<X...>;
+    static_assert(tensor_ok, "tenfold::apply: at least one operand must be a tenfold tensor or expression");
+    if constexpr (!arity_ok || !operands_ok || !tensor_ok) {
+      return detail::invalid_view{};
+    } else {
+      // The entry for these operands' compute types (its scalar and simd callable), then the node.
+      using Common = typename detail::operand_common<Op, X...>::type;
+      if constexpr (!detail::check_elementwise_operands<
+                        Op, typename Op::template scalar_operand<compute_t<typename detail::operand_node_t<Common, X>::value_type>...>,
+                        compute_t<typename detail::operand_node_t<Common, X>::value_type>...>())
+        return detail::invalid_view{};
+      else return detail::make_map<Op>(std::forward<X>(x)...);
+    }
+  }
+}
+
+// reduce<Entry>(x), reduce<Entry>(x, axes<0, 2>), reduce<Entry>(x, axis<-1>, keepdims): the reduction of
+// an entry deriving from ops::reduction, over the axes listed (all when none are).
+template <class Op, expression X, int... A>
+auto reduce(X&& x, axes_t<A...> a = {}) {
+  return detail::reduce_checked<Op, false>(std::forward<X>(x), a);
+}
+template <class Op, expression X, int... A>
+auto reduce(X&& x, axes_t<A...> a, keepdims_t) {
+  return detail::reduce_checked<Op, true>(std::forward<X>(x), a);
+}
 
 // ---- the names (one per table entry) ----------------------------------------------------------------
 // Function templates rather than function objects, so that `using namespace tenfold; exp(x)` never
@@ -161,13 +216,7 @@ auto reduce(X&& x, axes_t<A...>) {
   template <class... X>                                                                                           \
     requires detail::has_expression<X...>                                                                         \
   auto n(X&&... x) {                                                                                              \
-    constexpr bool arity_ok = sizeof...(X) == ops::n::arity;                                                      \
-    static_assert(arity_ok, "tenfold::" #n ": wrong number of operands (see the op table, ops/table.hpp)");        \
-    constexpr bool operands_ok = (operand<X> && ...);                                                             \
-    static_assert(operands_ok, "tenfold::" #n ": every operand must be a tenfold tensor or expression, or a "     \
-                               "number (bool, an integer, float, double, bf16 or f16)");                         \
-    if constexpr (!arity_ok || !operands_ok) return detail::invalid_view{};                                       \
-    else return detail::make_map<ops::n>(std::forward<X>(x)...);                                                  \
+    return tenfold::apply<ops::n>(std::forward<X>(x)...);                                                         \
   }                                                                                                               \
   namespace detail {                                                                                              \
   template <>                                                                                                     \
@@ -182,17 +231,13 @@ auto reduce(X&& x, axes_t<A...>) {
   }
 // sum(x), sum(x, axes<0, 2>), sum(x, axis<-1>, keepdims)
 #define TENFOLD_REDUCTION(n, op)                                                                                     \
-  template <expression X>                                                                                            \
-  auto n(X&& x) {                                                                                                    \
-    return detail::reduce<ops::op, false>(std::forward<X>(x), axes_t<>{});                                                    \
-  }                                                                                                                  \
   template <expression X, int... A>                                                                                  \
-  auto n(X&& x, axes_t<A...> a) {                                                                                    \
-    return detail::reduce<ops::op, false>(std::forward<X>(x), a);                                               \
+  auto n(X&& x, axes_t<A...> a = {}) {                                                                               \
+    return tenfold::reduce<ops::op>(std::forward<X>(x), a);                                                          \
   }                                                                                                                  \
   template <expression X, int... A>                                                                                  \
   auto n(X&& x, axes_t<A...> a, keepdims_t) {                                                                        \
-    return detail::reduce<ops::op, true>(std::forward<X>(x), a);                                                \
+    return tenfold::reduce<ops::op>(std::forward<X>(x), a, keepdims);                                                \
   }                                                                                                                  \
   namespace detail {                                                                                                 \
   template <>                                                                                                        \
@@ -243,15 +288,15 @@ inline constexpr correction_t<C> correction{};
 #define TENFOLD_CORRECTED(n, root)                                                                     \
   template <expression X, int C>                                                                     \
   auto n(X&& x, correction_t<C>) {                                                                   \
-    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), axes_t<>{});            \
+    return tenfold::reduce<ops::variance<root, C>>(std::forward<X>(x));                              \
   }                                                                                                  \
   template <expression X, int... A, int C>                                                           \
   auto n(X&& x, axes_t<A...> a, correction_t<C>) {                                                   \
-    return detail::reduce<ops::variance<root, C>, false>(std::forward<X>(x), a);                     \
+    return tenfold::reduce<ops::variance<root, C>>(std::forward<X>(x), a);                           \
   }                                                                                                  \
   template <expression X, int... A, int C>                                                           \
   auto n(X&& x, axes_t<A...> a, keepdims_t, correction_t<C>) {                                       \
-    return detail::reduce<ops::variance<root, C>, true>(std::forward<X>(x), a);                      \
+    return tenfold::reduce<ops::variance<root, C>>(std::forward<X>(x), a, keepdims);                 \
   }
 TENFOLD_CORRECTED(var, false)
 TENFOLD_CORRECTED(std, true)

@@ -1,7 +1,9 @@
 #pragma once
 // The shape of an op descriptor. Every elementwise and reduction op is one struct deriving from one of
-// the bases below; ops/table.hpp lists them. The bases turn the entry's category into result and
-// operating types, so an entry states only its math:
+// the bases below; ops/table.hpp lists the library's own, and an op defined outside the library derives
+// from the same bases, under the same public names (tenfold::ops::unary, binary, ternary, reduction,
+// category, reduce_result, test_spec; ops/entry.hpp says which members are required). The bases turn the
+// entry's category into result and operating types, so an entry states only its math:
 //
 //   struct exp : unary<exp, floating> {
 //     static constexpr std::string_view name = "exp";
@@ -120,12 +122,14 @@ struct elementwise {
   template <class... V>
   using operating_type = typename typing<C, V...>::operating;
 
+  // The type `scalar` takes its operands in, for operands of compute types A... (logical ops: bool).
+  template <class... A>
+  using scalar_operand = std::conditional_t<C == category::logical, bool, typename typing<C, A...>::operating>;
   // One element: operands arrive in their compute types, are cast to the operating type, and the
   // result is returned in the compute type of R (the node's value type).
   template <class R, class... A>
   TENFOLD_HD static compute_t<R> apply(A... a) {
-    using O = std::conditional_t<C == category::logical, bool, typename typing<C, A...>::operating>;
-    return static_cast<compute_t<R>>(Derived::scalar(static_cast<O>(a)...));
+    return static_cast<compute_t<R>>(Derived::scalar(static_cast<scalar_operand<A...>>(a)...));
   }
 };
 

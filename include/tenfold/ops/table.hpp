@@ -3,6 +3,7 @@
 // (ops/api.hpp), both evaluators, the op tests and the op benchmarks are generated from these lists;
 // adding an op is adding its entry (ops/table_*.hpp), listing it here and naming its function in
 // ops/api.hpp.
+#include "tenfold/ops/entry.hpp"
 #include "tenfold/ops/table_bitwise.hpp"
 #include "tenfold/ops/table_reduce.hpp"
 
@@ -28,10 +29,30 @@ using bitwise_ops = op_list<bitwise_and, bitwise_or, bitwise_xor, bitwise_not, l
 using ternary_ops = op_list<where, clamp, lerp>;
 using reduction_ops = op_list<sum, mean, prod, max, min, argmax, argmin, any, all, var, stddev, logsumexp, norm>;
 
-// Every entry must carry a test spec and a bench spec; an entry without one does not compile.
+// Every entry of the library's own table is an entry (ops/entry.hpp) with, beyond what an op defined
+// outside needs, a long-double reference, a test spec and a bench spec: the op tests and benchmarks are
+// generated from them. An entry without one does not compile.
+template <class Op, class Seq = std::make_index_sequence<std::size_t(Op::arity)>>
+inline constexpr bool has_elementwise_reference = false;
+template <class Op, std::size_t... K>
+inline constexpr bool has_elementwise_reference<Op, std::index_sequence<K...>> =
+    requires(entry_detail::repeat_t<long double, std::integral_constant<std::size_t, K>>... x) {
+      { Op::reference(x...) } -> std::convertible_to<long double>;
+    };
 template <class Op>
-concept table_entry = requires {
-  { Op::name } -> std::convertible_to<std::string_view>;
+concept table_entry =
+    ((elementwise_entry<Op> && has_elementwise_reference<Op>) ||
+     (reduction_entry<Op> && requires(const long double* x, index_t n) {
+       { Op::reference(x, n) } -> std::convertible_to<long double>;
+     })) &&
+    requires {
+      { Op::test } -> std::convertible_to<test_spec>;
+      { Op::bench } -> std::convertible_to<bench_spec>;
+    };
+// The bitwise entries' references depend on the result type (integer_reference<R>, compared with
+// NumPy's values by ops_int_test) instead of one long-double reference.
+template <class Op>
+concept bitwise_table_entry = elementwise_entry<Op> && requires {
   { Op::test } -> std::convertible_to<test_spec>;
   { Op::bench } -> std::convertible_to<bench_spec>;
 };
@@ -39,6 +60,11 @@ template <class... Op>
 constexpr bool all_entries(op_list<Op...>) {
   return (table_entry<Op> && ...);
 }
-static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_entries(bitwise_ops{}) &&
-              all_entries(ternary_ops{}) && all_entries(reduction_ops{}), "tenfold: every op table entry needs a name, a test_spec and a bench_spec");
+template <class... Op>
+constexpr bool all_bitwise_entries(op_list<Op...>) {
+  return (bitwise_table_entry<Op> && ...);
+}
+static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_bitwise_entries(bitwise_ops{}) &&
+                  all_entries(ternary_ops{}) && all_entries(reduction_ops{}),
+              "tenfold: every op table entry needs a name, a reference, a test_spec and a bench_spec");
 } // namespace tenfold::ops

@@ -247,6 +247,7 @@ struct logical_xor : binary<logical_xor, category::logical> {
 struct where : ternary<where> {
   TENFOLD_OP_NAME(where);
   static constexpr bool typed_operand(int k) { return k > 0; }
+  static constexpr bool own_apply = true; // apply, not scalar: c is read as bool, not converted with a and b
   template <class C, class A, class B>
   using result_type = promote_t<A, B>; // a selection: bool values stay bool
   template <class R, class C, class A, class B>
