@@ -12,16 +12,36 @@
 //     static long double reference(long double x) { return std::exp(x); }             // for the tests
 //     static constexpr test_spec test{.lo = -87, .hi = 88, .ulps = 4};
 //     static constexpr bench_spec bench{.flops = 20};
-//     // vjp: the derivative rule goes here when autodiff lands
+//     // the derivative, as the vector-Jacobian product: an expression of the operand x, the result y
+//     // and the incoming gradient g (ops without one declare `no_derivative` with the reason instead)
+//     static auto vjp(const auto& x, const auto& y, const auto& g) { return g * y; }
 //   };
+// Binary and ternary entries give the product for operand K: `template <int K> static auto vjp(const
+// auto& a, const auto& b, const auto& y, const auto& g)`, or no_gradient{} for an operand no gradient
+// flows to (where's condition).
 #include <cmath>
 #include <limits>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "tenfold/core/dtype.hpp"
 
+namespace tenfold::detail {
+template <class Op, class... X>
+auto make_map(X&&... x); // ops/api.hpp
+} // namespace tenfold::detail
+
 namespace tenfold::ops {
+
+// Another entry applied to expressions, for the derivative rules: call<cos>(x). (The public names,
+// tenfold::cos and the rest, are declared after the table.)
+template <class Op, class... X>
+auto call(X&&... x) {
+  return detail::make_map<Op>(std::forward<X>(x)...);
+}
+// What an entry's vjp gives for an operand no gradient flows to (where's condition).
+struct no_gradient {};
 
 enum class kind { unary, binary, ternary, reduction };
 
@@ -182,6 +202,33 @@ struct reduction {
   template <class I>
   using acc_type = I;
   static constexpr bool needs_nonempty = false; // max/min/argmax have no identity
+};
+
+// ---- derivatives ----------------------------------------------------------------------------------
+// Does an entry declare a `vjp`? (Found by name: a vjp is a template, so neither its address nor a call
+// can be asked for without instantiating it. The name is ambiguous in `probe` exactly when Op has one.)
+namespace derivative_detail {
+struct vjp_name {
+  static void vjp();
+};
+template <class Op>
+struct probe : Op, vjp_name {};
+} // namespace derivative_detail
+template <class Op>
+inline constexpr bool has_vjp = !requires { &derivative_detail::probe<Op>::vjp; };
+
+// Ops whose results are bool (comparisons, logical ops, predicates) have no derivative by their
+// category; any other entry without a vjp says why in `no_derivative` ("piecewise constant").
+template <class Op>
+constexpr bool bool_valued() {
+  if constexpr (requires { Op::op_category; })
+    return Op::op_category == category::compare || Op::op_category == category::logical ||
+           Op::op_category == category::predicate;
+  else return false;
+}
+template <class Op>
+inline constexpr bool declares_derivative = has_vjp<Op> || bool_valued<Op>() || requires {
+  { Op::no_derivative } -> std::convertible_to<std::string_view>;
 };
 
 template <class Op, class V>

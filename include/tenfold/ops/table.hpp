@@ -67,4 +67,14 @@ constexpr bool all_bitwise_entries(op_list<Op...>) {
 static_assert(all_entries(unary_ops{}) && all_entries(binary_ops{}) && all_bitwise_entries(bitwise_ops{}) &&
                   all_entries(ternary_ops{}) && all_entries(reduction_ops{}),
               "tenfold: every op table entry needs a name, a reference, a test_spec and a bench_spec");
+
+// Every elementwise entry says how it is differentiated: a vjp, or no_derivative with the reason (bool
+// results need neither). Reductions get theirs with autodiff.
+template <class... Op>
+constexpr bool all_declare_derivative(op_list<Op...>) {
+  return (declares_derivative<Op> && ...);
+}
+static_assert(all_declare_derivative(unary_ops{}) && all_declare_derivative(binary_ops{}) &&
+                  all_declare_derivative(ternary_ops{}),
+              "tenfold: every elementwise op table entry needs a vjp, or no_derivative saying why it has none");
 } // namespace tenfold::ops

@@ -12,6 +12,11 @@ struct add : binary<add> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_add(a, b); } // integers wrap
   template <class B> static B simd(const B& a, const B& b) { return a + b; }
   static long double reference(long double a, long double b) { return a + b; }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g;
+    else return g;
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -21,6 +26,11 @@ struct sub : binary<sub> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_sub(a, b); }
   template <class B> static B simd(const B& a, const B& b) { return a - b; }
   static long double reference(long double a, long double b) { return a - b; }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g;
+    else return -g;
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -31,6 +41,11 @@ struct mul : binary<mul> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_mul(a, b); }
   template <class B> static B simd(const B& a, const B& b) { return a * b; }
   static long double reference(long double a, long double b) { return a * b; }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g * b;
+    else return g * a;
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -39,6 +54,11 @@ struct div : binary<div, category::floating> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return a / b; }
   template <class B> static B simd(const B& a, const B& b) { return a / b; }
   static long double reference(long double a, long double b) { return a / b; }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g / b;
+    else return -g * y / b;
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -50,6 +70,12 @@ struct pow : binary<pow, category::floating> {
   // wrong (pow(0, 0), pow(1, NaN), negative bases). Running it in double fixes float's accuracy but,
   // with xsimd 8's double kernels and conversions, is slower than std::pow (15 against 7 ns an element).
   static long double reference(long double a, long double b) { return std::pow(a, b); }
+  // d/db = y log(a): defined for a > 0
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g * b * call<pow>(a, b - 1.0);
+    else return g * y * call<log>(a);
+  }
   static constexpr test_spec test{.lo = 0, .hi = 10, .ulps = 4, .lo2 = -10, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 40};
 };
@@ -68,6 +94,12 @@ struct fmod : binary<fmod> {
   // in an -O1 build); xsimd::fmod itself is off by up to 10^7 ulps. The scalar std::fmod is exact everywhere.
   static long double reference(long double a, long double b) { return std::fmod(a, b); }
   static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::fmod(a, b); }
+  // as PyTorch: d/db = -trunc(a / b)
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g;
+    else return -g * call<trunc>(a / b);
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0, .lo2 = 0.5, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 4};
 };
@@ -131,6 +163,7 @@ struct floor_divide : binary<floor_divide> {
   static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::floor(a / b); }
   // NumPy's steps round a - fmod(a, b) and the quotient in T before snapping it to a whole number: exact
   // below 2^(digits - 2), and off by one (2 ulps at most) above, where NumPy's own result is off the same way.
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2, .lo2 = -10, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 8};
 };
@@ -148,6 +181,12 @@ struct remainder : binary<remainder> {
     const long double r = std::fmod(a, b);
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
   }
+  // a - b floor(a / b): as PyTorch, d/db = -floor(a / b)
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g;
+    else return -g * call<floor_divide>(a, b);
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0.5, .lo2 = -10, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 8};
 };
@@ -161,6 +200,11 @@ struct atan2 : binary<atan2, category::floating> {
     return sc::redo_lanes(xsimd::atan2(a, b), a, b, redo, [](T x, T y) { return std::atan2(x, y); });
   }
   static long double reference(long double a, long double b) { return std::atan2(a, b); }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g * b / (a * a + b * b);
+    else return -g * a / (a * a + b * b);
+  }
   static constexpr test_spec test{.ulps = 3}; // xsimd's atan2: 2.62 ulps measured
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -173,6 +217,12 @@ struct minimum : binary<minimum> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a < b || a != a) ? a : b; }
   template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a < b) || xsimd::isnan(a), a, b); }
   static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a < b ? a : b; }
+  // a tie shares g equally, as PyTorch
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return call<where>(a < b, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
+    else return call<where>(b < a, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -182,6 +232,12 @@ struct maximum : binary<maximum> {
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return (a > b || a != a) ? a : b; }
   template <class B> static B simd(const B& a, const B& b) { return xsimd::select((a > b) || xsimd::isnan(a), a, b); }
   static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a > b ? a : b; }
+  // a tie shares g equally, as PyTorch
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return call<where>(a > b, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
+    else return call<where>(b > a, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -258,6 +314,13 @@ struct where : ternary<where> {
     return xsimd::select(sc::truth(c), a, b); // c: a mask, or numbers (true where non-zero)
   }
   static long double reference(long double c, long double a, long double b) { return c != 0 ? a : b; }
+  // no gradient flows to the condition
+  template <int K>
+  static auto vjp(const auto& c, const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return no_gradient{};
+    else if constexpr (K == 1) return call<where>(c, g, 0.0);
+    else return call<where>(c, 0.0, g);
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -273,6 +336,13 @@ struct clamp : ternary<clamp> {
     const long double m = x > lo ? x : lo; // NumPy's maximum and minimum: the second operand when equal (±0)
     return m < hi ? m : hi;
   }
+  // y = min(max(x, lo), hi): g goes to the operand y equals (x at a tie, as PyTorch; hi when lo >= hi)
+  template <int K>
+  static auto vjp(const auto& x, const auto& lo, const auto& hi, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return call<where>(x >= lo && x <= hi, g, 0.0);
+    else if constexpr (K == 1) return call<where>(!(x >= lo && x <= hi) && x < lo && lo < hi, g, 0.0);
+    else return call<where>(!(x >= lo && x <= hi) && !(x < lo && lo < hi), g, 0.0);
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };
@@ -282,6 +352,12 @@ struct lerp : ternary<lerp, category::floating> {
   template <class T> TENFOLD_HD static T scalar(T a, T b, T t) { return a + t * (b - a); }
   template <class B> static B simd(const B& a, const B& b, const B& t) { return a + t * (b - a); }
   static long double reference(long double a, long double b, long double t) { return a + t * (b - a); }
+  template <int K>
+  static auto vjp(const auto& a, const auto& b, const auto& w, [[maybe_unused]] const auto& y, const auto& g) {
+    if constexpr (K == 0) return g * (1.0 - w);
+    else if constexpr (K == 1) return g * w;
+    else return g * (b - a);
+  }
   static constexpr test_spec test{.lo = -10, .hi = 10, .ulps = 2, .lo2 = 0, .hi2 = 1, .specials = false, .abs_tol = 1e-5};
   static constexpr bench_spec bench{.flops = 3};
 };

@@ -8,6 +8,14 @@
 
 namespace tenfold::ops {
 
+// The derivative of a max or min: g shared equally by the elements equal to the result y (PyTorch's
+// amax/amin rule), as an expression over x's shape (y and g broadcast back).
+template <class X, class Y, class G, class Ctx>
+auto tie_share(const X& x, const Y& y, const G& g, const Ctx& ctx) {
+  const auto tie = call<eq>(x, y);
+  return call<where>(tie, g, 0.0) / ctx.sum_back(call<where>(tie, 1.0, 0.0));
+}
+
 struct sum : reduction<sum, reduce_result::wide> {
   TENFOLD_OP_NAME(sum);
   template <class A> TENFOLD_HD static constexpr A identity() { return A(0); }
@@ -25,6 +33,11 @@ struct sum : reduction<sum, reduce_result::wide> {
     for (index_t i = 0; i < n; ++i) s += x[i];
     return s;
   }
+  // the derivative: x the operand, y and g the result and its gradient broadcast back to x's shape,
+  // ctx the reduced count and sum_back(e) (e summed over the same axes, broadcast back)
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, const auto& g, [[maybe_unused]] const auto& ctx) {
+    return g;
+  }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -37,6 +50,9 @@ struct mean : reduction<mean, reduce_result::floating> {
   template <class B> static B simd_combine(const B& acc, const B& x) { return acc + x; }
   template <class B> static B simd_merge(const B& a, const B& b) { return a + b; }
   static long double reference(const long double* x, index_t n) { return sum::reference(x, n) / n; }
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, const auto& g, const auto& ctx) {
+    return g / double(ctx.count);
+  }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -92,6 +108,7 @@ struct max : reduction<max, reduce_result::same> {
       else m = std::max(m, x[i]);
     return m;
   }
+  static auto vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) { return tie_share(x, y, g, ctx); }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -117,6 +134,7 @@ struct min : reduction<min, reduce_result::same> {
       else m = std::min(m, x[i]);
     return m;
   }
+  static auto vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) { return tie_share(x, y, g, ctx); }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -355,6 +373,9 @@ struct logsumexp : reduction<logsumexp, reduce_result::floating> {
     for (index_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
     return m + std::log(s);
   }
+  static auto vjp(const auto& x, const auto& y, const auto& g, [[maybe_unused]] const auto& ctx) {
+    return g * call<exp>(x - y);
+  }
   static constexpr test_spec test{.lo = -50, .hi = 50, .ulps = 4};
   static constexpr bench_spec bench{.flops = 22};
 };
@@ -391,6 +412,14 @@ struct shifted_logsumexp_part : shifted_logsumexp {
   template <class A> TENFOLD_HD static auto finalize(A a, index_t) {
     if constexpr (Max) return a.m;
     else return std::log(a.s);
+  }
+  // The max half is a max; the log-sum half is lse(x) - max(x), so its derivative is softmax(x) less the max's.
+  static auto vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) {
+    if constexpr (Max) return tie_share(x, y, g, ctx);
+    else {
+      const auto m = ctx.max_back(x);
+      return g * call<exp>(x - m - y) - tie_share(x, m, g, ctx);
+    }
   }
 };
 

@@ -92,6 +92,24 @@ B with_sign_of(const B& r, const B& x) {
 
 #define TENFOLD_OP_NAME(n) static constexpr std::string_view name = #n
 
+// Entries the derivative rules call before their definition (call<cos>(x) in sin's vjp).
+struct sign;
+struct exp;
+struct log;
+struct trunc;
+struct sin;
+struct cos;
+struct sinh;
+struct cosh;
+struct tanh;
+struct rsqrt;
+struct erf;
+struct sigmoid;
+struct pow;
+struct floor_divide;
+struct eq;
+struct where;
+
 struct neg : unary<neg, category::arith> {
   TENFOLD_OP_NAME(neg);
   template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_neg(x); }
@@ -102,6 +120,9 @@ struct neg : unary<neg, category::arith> {
     else return -x;
   }
   static long double reference(long double x) { return -x; }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return -g;
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -113,6 +134,9 @@ struct abs : unary<abs, category::arith> {
   }
   template <class B> static B simd(const B& x) { return xsimd::abs(x); }
   static long double reference(long double x) { return std::fabs(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<sign>(x); // 0 at 0, as PyTorch
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -124,6 +148,7 @@ struct sign : unary<sign, category::arith> {
     return xsimd::select(x > B(0), B(1), xsimd::select(x < B(0), B(-1), x + B(0)));
   }
   static long double reference(long double x) { return x > 0 ? 1 : x < 0 ? -1 : std::isnan(x) ? x : 0; }
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 2};
 };
@@ -132,6 +157,9 @@ struct square : unary<square, category::arith> {
   template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_mul(x, x); }
   template <class B> static B simd(const B& x) { return x * x; }
   static long double reference(long double x) { return x * x; }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * (x + x);
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -141,6 +169,9 @@ struct relu : unary<relu, category::arith> {
   template <class T> TENFOLD_HD static T scalar(T x) { return x < T(0) ? T(0) : x; }
   template <class B> static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
   static long double reference(long double x) { return x < 0 ? 0 : x; }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return call<where>(x > 0.0, g, 0.0); // 0 at 0, as PyTorch
+  }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -165,6 +196,9 @@ struct exp : unary<exp> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp(v); });
   }
   static long double reference(long double x) { return std::exp(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * y;
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -183,6 +217,9 @@ struct exp2 : unary<exp2> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp2(v); });
   }
   static long double reference(long double x) { return std::exp2(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * y * 0.69314718055994530942;
+  }
   static constexpr test_spec test{.lo = -140, .hi = 140, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -198,6 +235,9 @@ struct expm1 : unary<expm1> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::expm1(v); });
   }
   static long double reference(long double x) { return std::expm1(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * (y + 1.0);
+  }
   static constexpr test_spec test{.lo = -30, .hi = 88.7, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -211,6 +251,9 @@ struct log : unary<log> {
     return sc::redo_lanes(xsimd::log(x), x, redo, [](T v) { return std::log(v); });
   }
   static long double reference(long double x) { return std::log(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g / x;
+  }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -224,6 +267,9 @@ struct log2 : unary<log2> {
     return sc::redo_lanes(xsimd::log2(x), x, redo, [](T v) { return std::log2(v); });
   }
   static long double reference(long double x) { return std::log2(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g / (x * 0.69314718055994530942);
+  }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -233,6 +279,9 @@ struct log1p : unary<log1p> {
   // xsimd::log1p(-0) is +0: zeros pass through.
   template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::log1p(x)); }
   static long double reference(long double x) { return std::log1p(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g / (x + 1.0);
+  }
   static constexpr test_spec test{.lo = -0.999, .hi = 1e6, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -241,6 +290,9 @@ struct sqrt : unary<sqrt> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sqrt(x); }
   template <class B> static B simd(const B& x) { return xsimd::sqrt(x); }
   static long double reference(long double x) { return std::sqrt(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * 0.5 / y;
+  }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -250,6 +302,9 @@ struct rsqrt : unary<rsqrt> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / std::sqrt(x); }
   template <class B> static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
   static long double reference(long double x) { return 1 / std::sqrt(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * y / x * -0.5;
+  }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2}; // two roundings (sqrt, then 1/s): < 2 ulps
   static constexpr bench_spec bench{.flops = 2};
 };
@@ -258,6 +313,9 @@ struct reciprocal : unary<reciprocal> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / x; }
   template <class B> static B simd(const B& x) { return B(1) / x; }
   static long double reference(long double x) { return 1 / x; }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return -g * y * y;
+  }
   static constexpr test_spec test{.ulps = 0.5};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -266,6 +324,9 @@ struct sin : unary<sin> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sin(x); }
   template <class B> static B simd(const B& x) { return xsimd::sin(x); }
   static long double reference(long double x) { return std::sin(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<cos>(x);
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -274,6 +335,9 @@ struct cos : unary<cos> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::cos(x); }
   template <class B> static B simd(const B& x) { return xsimd::cos(x); }
   static long double reference(long double x) { return std::cos(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return -g * call<sin>(x);
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -282,6 +346,9 @@ struct tan : unary<tan> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::tan(x); }
   template <class B> static B simd(const B& x) { return xsimd::tan(x); }
   static long double reference(long double x) { return std::tan(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * (y * y + 1.0);
+  }
   static constexpr test_spec test{.lo = -1.5, .hi = 1.5, .ulps = 3};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -290,6 +357,9 @@ struct asin : unary<asin> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::asin(x); }
   template <class B> static B simd(const B& x) { return xsimd::asin(x); }
   static long double reference(long double x) { return std::asin(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<rsqrt>((1.0 - x) * (x + 1.0));
+  }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 3}; // xsimd's float asin: 2.32 ulps measured
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -298,6 +368,9 @@ struct acos : unary<acos> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::acos(x); }
   template <class B> static B simd(const B& x) { return xsimd::acos(x); }
   static long double reference(long double x) { return std::acos(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return -g * call<rsqrt>((1.0 - x) * (x + 1.0));
+  }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 2};
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -306,6 +379,9 @@ struct atan : unary<atan> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::atan(x); }
   template <class B> static B simd(const B& x) { return xsimd::atan(x); }
   static long double reference(long double x) { return std::atan(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g / (x * x + 1.0);
+  }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 3}; // xsimd's atan: 2.22 ulps measured
   static constexpr bench_spec bench{.flops = 20};
 };
@@ -314,6 +390,9 @@ struct sinh : unary<sinh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sinh(x); }
   template <class B> static B simd(const B& x) { return xsimd::sinh(x); }
   static long double reference(long double x) { return std::sinh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<cosh>(x);
+  }
   static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3}; // xsimd's float sinh: 2.03 ulps measured
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -322,6 +401,9 @@ struct cosh : unary<cosh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::cosh(x); }
   template <class B> static B simd(const B& x) { return xsimd::cosh(x); }
   static long double reference(long double x) { return std::cosh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<sinh>(x);
+  }
   static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -330,6 +412,9 @@ struct tanh : unary<tanh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::tanh(x); }
   template <class B> static B simd(const B& x) { return xsimd::tanh(x); }
   static long double reference(long double x) { return std::tanh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * (1.0 - y * y);
+  }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -338,6 +423,9 @@ struct asinh : unary<asinh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::asinh(x); }
   template <class B> static B simd(const B& x) { return xsimd::asinh(x); }
   static long double reference(long double x) { return std::asinh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<rsqrt>(x * x + 1.0);
+  }
   static constexpr test_spec test{.lo = -1e4, .hi = 1e4, .ulps = 4}; // xsimd's float asinh: 3.57 ulps measured
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -349,6 +437,9 @@ struct acosh : unary<acosh> {
     return xsimd::select(x < B(1), B(std::numeric_limits<typename B::value_type>::quiet_NaN()), xsimd::acosh(x));
   }
   static long double reference(long double x) { return std::acosh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<rsqrt>((x - 1.0) * (x + 1.0));
+  }
   static constexpr test_spec test{.lo = 1, .hi = 1e4, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -357,6 +448,9 @@ struct atanh : unary<atanh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::atanh(x); }
   template <class B> static B simd(const B& x) { return xsimd::atanh(x); }
   static long double reference(long double x) { return std::atanh(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g / ((1.0 - x) * (x + 1.0));
+  }
   static constexpr test_spec test{.lo = -0.999, .hi = 0.999, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -366,6 +460,9 @@ struct erf : unary<erf> {
   // Float only: xsimd's double erf is off by up to 68 ulps (near |x| = 2.2 and below 0.65).
   template <sc::float_batch B> static B simd(const B& x) { return xsimd::erf(x); }
   static long double reference(long double x) { return std::erf(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * 1.12837916709551257390 * call<exp>(-(x * x)); // 2/sqrt(pi) exp(-x^2)
+  }
   static constexpr test_spec test{.lo = -5, .hi = 5, .ulps = 3}; // xsimd's float erf: 2.35 ulps measured
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -378,6 +475,7 @@ struct floor : unary<floor, category::arith> {
   }
   template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::floor(x), x); }
   static long double reference(long double x) { return std::floor(x); }
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -389,6 +487,7 @@ struct ceil : unary<ceil, category::arith> {
   }
   template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::ceil(x), x); }
   static long double reference(long double x) { return std::ceil(x); }
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -405,6 +504,7 @@ struct round : unary<round, category::arith> {
     const long double r = d != 0.5L ? std::floor(x + 0.5L) : std::fmod(f, 2.0L) == 0 ? f : f + 1;
     return r == 0 ? std::copysign(0.0L, x) : r; // np.round(-0.25) is -0.0
   }
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -416,6 +516,7 @@ struct trunc : unary<trunc, category::arith> {
   }
   template <class B> static B simd(const B& x) { return sc::with_sign_of(xsimd::trunc(x), x); }
   static long double reference(long double x) { return std::trunc(x); }
+  static constexpr std::string_view no_derivative = "piecewise constant (its derivative is 0 wherever it exists)";
   static constexpr test_spec test{.lo = -1e3, .hi = 1e3, .ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -434,6 +535,9 @@ struct sigmoid : unary<sigmoid> {
     return sc::redo_lanes(B(1) / (B(1) + exp::simd(-x)), x, tail, [](T v) { return std::exp(v); });
   }
   static long double reference(long double x) { return 1 / (1 + std::exp(-x)); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * y * (1.0 - y);
+  }
   static constexpr test_spec test{.lo = -110, .hi = 100, .ulps = 3};
   static constexpr bench_spec bench{.flops = 22};
 };
@@ -453,6 +557,10 @@ struct silu : unary<silu> {
     return sc::redo_lanes(x / (B(1) + xsimd::exp(-x)), x, low, [](T v) { return tail(v); });
   }
   static long double reference(long double x) { return x / (1 + std::exp(-x)); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    auto s = call<sigmoid>(x);
+    return g * s * (x * (1.0 - s) + 1.0);
+  }
   static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 23};
 };
@@ -468,6 +576,10 @@ struct gelu : unary<gelu> {
     return B(0.5) * x * xsimd::abs(xsimd::erfc(x * B(-0.70710678118654752440)));
   }
   static long double reference(long double x) { return 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    // Phi(x) + x phi(x), phi the standard normal density
+    return g * (call<erf>(x * 0.70710678118654752440) * 0.5 + 0.5 + x * 0.39894228040143267794 * call<exp>(x * x * -0.5));
+  }
   static constexpr test_spec test{.lo = -12, .hi = 12, .ulps = 4, .abs_tol = 1e-7};
   static constexpr bench_spec bench{.flops = 30};
 };
@@ -484,6 +596,10 @@ struct gelu_tanh : unary<gelu_tanh> {
     return 0.5L * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x)));
   }
   // 1 + tanh(.) cancels in the left tail: absolute slack there.
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    auto t = call<tanh>((x + x * x * x * 0.044715) * 0.79788456080286535588);
+    return g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * (x * x * (3 * 0.044715) + 1.0) * 0.79788456080286535588);
+  }
   static constexpr test_spec test{.lo = -10, .hi = 10, .ulps = 4, .abs_tol = 1e-6};
   static constexpr bench_spec bench{.flops = 30};
 };
@@ -492,6 +608,9 @@ struct elu : unary<elu> {
   template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? x : std::expm1(x); }
   template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, expm1::simd(x)); }
   static long double reference(long double x) { return x > 0 ? x : std::expm1(x); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return call<where>(x > 0.0, g, g * (y + 1.0));
+  }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
   static constexpr bench_spec bench{.flops = 25};
 };
@@ -507,6 +626,9 @@ struct selu : unary<selu> {
   static long double reference(long double x) {
     return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * std::expm1(x));
   }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return call<where>(x > 0.0, g * scale, g * (y + scale * alpha));
+  }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 3};
   static constexpr bench_spec bench{.flops = 26};
 };
@@ -521,6 +643,9 @@ struct softplus : unary<softplus> {
     return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(exp::simd(-xsimd::abs(x)));
   }
   static long double reference(long double x) { return (x > 0 ? x : 0) + std::log1p(std::exp(-std::fabs(x))); }
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+    return g * call<sigmoid>(x);
+  }
   static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
   static constexpr bench_spec bench{.flops = 45};
 };
