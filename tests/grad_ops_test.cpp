@@ -90,6 +90,11 @@ void check_entry() {
   std::array<Tensor<T, S>, 3> x;
   for (int k = 0; k < Op::arity; ++k) {
     auto d = test::operand_domain<Op>(k);
+    if constexpr (requires { Op::grad_test; }) { // an entry's own domain for derivative checks
+      constexpr ops::test_spec s = Op::grad_test;
+      d.lo = s.lo, d.hi = s.hi;
+      if (k == Op::arity - 1 && s.hi2 > s.lo2) d.lo = s.lo2, d.hi = s.hi2;
+    }
     d.specials = false;
     if (d.integral) d.integral = false; // derivatives are asked of real inputs
     for (index_t i = 0; i < S::size; ++i) x[std::size_t(k)](i) = test::draw<T>(d, rng);

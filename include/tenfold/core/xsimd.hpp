@@ -11,6 +11,21 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512BW__) && !defined(__OPTIMIZE__)
+// Without optimisation GCC 12 defines these two blends as macros that cast their operands C-style,
+// which xsimd 8's select for 8- and 16-bit lanes passes batch objects to: an unoptimised (-O0) build
+// on an AVX-512BW machine did not compile (xsimd::log, for one, instantiates that select). The
+// functions the optimised build has, under the same names.
+#include <immintrin.h>
+#undef _mm512_mask_blend_epi8
+#undef _mm512_mask_blend_epi16
+inline __m512i _mm512_mask_blend_epi8(__mmask64 u, __m512i a, __m512i w) {
+  return __m512i(__builtin_ia32_blendmb_512_mask(__v64qi(a), __v64qi(w), u));
+}
+inline __m512i _mm512_mask_blend_epi16(__mmask32 u, __m512i a, __m512i w) {
+  return __m512i(__builtin_ia32_blendmw_512_mask(__v32hi(a), __v32hi(w), u));
+}
+#endif
 #include <xsimd/xsimd.hpp>
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>

@@ -16,6 +16,7 @@
 //     // and the incoming gradient g (ops without one declare `no_derivative` with the reason instead)
 //     static auto vjp(const auto& x, const auto& y, const auto& g) { return g * y; }
 //   };
+// (An entry may add `grad_test`, a test_spec whose domain the derivative checks use instead of test's.)
 // Binary and ternary entries give the product for operand K: `template <int K> static auto vjp(const
 // auto& a, const auto& b, const auto& y, const auto& g)`, or no_gradient{} for an operand no gradient
 // flows to (where's condition).

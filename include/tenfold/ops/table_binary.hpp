@@ -13,7 +13,8 @@ struct add : binary<add> {
   template <class B> static B simd(const B& a, const B& b) { return a + b; }
   static long double reference(long double a, long double b) { return a + b; }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g;
     else return g;
   }
@@ -27,7 +28,8 @@ struct sub : binary<sub> {
   template <class B> static B simd(const B& a, const B& b) { return a - b; }
   static long double reference(long double a, long double b) { return a - b; }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g;
     else return -g;
   }
@@ -42,7 +44,8 @@ struct mul : binary<mul> {
   template <class B> static B simd(const B& a, const B& b) { return a * b; }
   static long double reference(long double a, long double b) { return a * b; }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g * b;
     else return g * a;
   }
@@ -55,7 +58,8 @@ struct div : binary<div, category::floating> {
   template <class B> static B simd(const B& a, const B& b) { return a / b; }
   static long double reference(long double a, long double b) { return a / b; }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g / b;
     else return -g * y / b;
   }
@@ -72,7 +76,8 @@ struct pow : binary<pow, category::floating> {
   static long double reference(long double a, long double b) { return std::pow(a, b); }
   // d/db = y log(a): defined for a > 0
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g * b * call<pow>(a, b - 1.0);
     else return g * y * call<log>(a);
   }
@@ -96,7 +101,8 @@ struct fmod : binary<fmod> {
   static long double integer_reference(long double a, long double b) { return b == 0 ? 0 : std::fmod(a, b); }
   // as PyTorch: d/db = -trunc(a / b)
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g;
     else return -g * call<trunc>(a / b);
   }
@@ -183,11 +189,15 @@ struct remainder : binary<remainder> {
   }
   // a - b floor(a / b): as PyTorch, d/db = -floor(a / b)
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g;
     else return -g * call<floor_divide>(a, b);
   }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 0.5, .lo2 = -10, .hi2 = 10};
+  // Derivative checks (grad_ops_test): divisors away from 0, so that a finite difference's steps can stay
+  // clear of the jumps, |b| apart.
+  static constexpr test_spec grad_test{.lo = -100, .hi = 100, .lo2 = 0.5, .hi2 = 10};
   static constexpr bench_spec bench{.flops = 8};
 };
 struct atan2 : binary<atan2, category::floating> {
@@ -201,7 +211,8 @@ struct atan2 : binary<atan2, category::floating> {
   }
   static long double reference(long double a, long double b) { return std::atan2(a, b); }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g * b / (a * a + b * b);
     else return -g * a / (a * a + b * b);
   }
@@ -219,7 +230,8 @@ struct minimum : binary<minimum> {
   static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a < b ? a : b; }
   // a tie shares g equally, as PyTorch
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return call<where>(a < b, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
     else return call<where>(b < a, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
   }
@@ -234,7 +246,8 @@ struct maximum : binary<maximum> {
   static long double reference(long double a, long double b) { return std::isnan(a) || std::isnan(b) ? NAN : a > b ? a : b; }
   // a tie shares g equally, as PyTorch
   template <int K>
-  static auto vjp(const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,
+                  [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return call<where>(a > b, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
     else return call<where>(b > a, g, call<where>(call<eq>(a, b), g * 0.5, 0.0));
   }
@@ -316,7 +329,8 @@ struct where : ternary<where> {
   static long double reference(long double c, long double a, long double b) { return c != 0 ? a : b; }
   // no gradient flows to the condition
   template <int K>
-  static auto vjp(const auto& c, const auto& a, const auto& b, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& c, [[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b,
+                  [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return no_gradient{};
     else if constexpr (K == 1) return call<where>(c, g, 0.0);
     else return call<where>(c, 0.0, g);
@@ -338,7 +352,8 @@ struct clamp : ternary<clamp> {
   }
   // y = min(max(x, lo), hi): g goes to the operand y equals (x at a tie, as PyTorch; hi when lo >= hi)
   template <int K>
-  static auto vjp(const auto& x, const auto& lo, const auto& hi, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& lo, [[maybe_unused]] const auto& hi,
+                  [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return call<where>(x >= lo && x <= hi, g, 0.0);
     else if constexpr (K == 1) return call<where>(!(x >= lo && x <= hi) && x < lo && lo < hi, g, 0.0);
     else return call<where>(!(x >= lo && x <= hi) && !(x < lo && lo < hi), g, 0.0);
@@ -353,7 +368,8 @@ struct lerp : ternary<lerp, category::floating> {
   template <class B> static B simd(const B& a, const B& b, const B& t) { return a + t * (b - a); }
   static long double reference(long double a, long double b, long double t) { return a + t * (b - a); }
   template <int K>
-  static auto vjp(const auto& a, const auto& b, const auto& w, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& w,
+                  [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     if constexpr (K == 0) return g * (1.0 - w);
     else if constexpr (K == 1) return g * w;
     else return g * (b - a);

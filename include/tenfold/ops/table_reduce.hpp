@@ -35,7 +35,8 @@ struct sum : reduction<sum, reduce_result::wide> {
   }
   // the derivative: x the operand, y and g the result and its gradient broadcast back to x's shape,
   // ctx the reduced count and sum_back(e) (e summed over the same axes, broadcast back)
-  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, const auto& g, [[maybe_unused]] const auto& ctx) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, const auto& g,
+                  [[maybe_unused]] const auto& ctx) {
     return g;
   }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};

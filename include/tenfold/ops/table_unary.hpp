@@ -120,7 +120,7 @@ struct neg : unary<neg, category::arith> {
     else return -x;
   }
   static long double reference(long double x) { return -x; }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return -g;
   }
   static constexpr test_spec test{.ulps = 0};
@@ -134,7 +134,7 @@ struct abs : unary<abs, category::arith> {
   }
   template <class B> static B simd(const B& x) { return xsimd::abs(x); }
   static long double reference(long double x) { return std::fabs(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<sign>(x); // 0 at 0, as PyTorch
   }
   static constexpr test_spec test{.ulps = 0};
@@ -157,7 +157,7 @@ struct square : unary<square, category::arith> {
   template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_mul(x, x); }
   template <class B> static B simd(const B& x) { return x * x; }
   static long double reference(long double x) { return x * x; }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * (x + x);
   }
   static constexpr test_spec test{.ulps = 0.5};
@@ -169,7 +169,7 @@ struct relu : unary<relu, category::arith> {
   template <class T> TENFOLD_HD static T scalar(T x) { return x < T(0) ? T(0) : x; }
   template <class B> static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
   static long double reference(long double x) { return x < 0 ? 0 : x; }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return call<where>(x > 0.0, g, 0.0); // 0 at 0, as PyTorch
   }
   static constexpr test_spec test{.ulps = 0};
@@ -196,7 +196,7 @@ struct exp : unary<exp> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp(v); });
   }
   static long double reference(long double x) { return std::exp(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * y;
   }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
@@ -217,7 +217,7 @@ struct exp2 : unary<exp2> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::exp2(v); });
   }
   static long double reference(long double x) { return std::exp2(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * y * 0.69314718055994530942;
   }
   static constexpr test_spec test{.lo = -140, .hi = 140, .ulps = 2};
@@ -235,7 +235,7 @@ struct expm1 : unary<expm1> {
     return sc::redo_lanes(r, x, redo, [](T v) { return std::expm1(v); });
   }
   static long double reference(long double x) { return std::expm1(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * (y + 1.0);
   }
   static constexpr test_spec test{.lo = -30, .hi = 88.7, .ulps = 2};
@@ -251,7 +251,7 @@ struct log : unary<log> {
     return sc::redo_lanes(xsimd::log(x), x, redo, [](T v) { return std::log(v); });
   }
   static long double reference(long double x) { return std::log(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g / x;
   }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
@@ -267,7 +267,7 @@ struct log2 : unary<log2> {
     return sc::redo_lanes(xsimd::log2(x), x, redo, [](T v) { return std::log2(v); });
   }
   static long double reference(long double x) { return std::log2(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g / (x * 0.69314718055994530942);
   }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2};
@@ -279,7 +279,7 @@ struct log1p : unary<log1p> {
   // xsimd::log1p(-0) is +0: zeros pass through.
   template <class B> static B simd(const B& x) { return xsimd::select(x == B(0), x, xsimd::log1p(x)); }
   static long double reference(long double x) { return std::log1p(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g / (x + 1.0);
   }
   static constexpr test_spec test{.lo = -0.999, .hi = 1e6, .ulps = 2};
@@ -290,7 +290,7 @@ struct sqrt : unary<sqrt> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sqrt(x); }
   template <class B> static B simd(const B& x) { return xsimd::sqrt(x); }
   static long double reference(long double x) { return std::sqrt(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * 0.5 / y;
   }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 0.5};
@@ -302,7 +302,7 @@ struct rsqrt : unary<rsqrt> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / std::sqrt(x); }
   template <class B> static B simd(const B& x) { return B(1) / xsimd::sqrt(x); }
   static long double reference(long double x) { return 1 / std::sqrt(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * y / x * -0.5;
   }
   static constexpr test_spec test{.lo = 0, .hi = 1e6, .ulps = 2}; // two roundings (sqrt, then 1/s): < 2 ulps
@@ -313,7 +313,7 @@ struct reciprocal : unary<reciprocal> {
   template <class T> TENFOLD_HD static T scalar(T x) { return T(1) / x; }
   template <class B> static B simd(const B& x) { return B(1) / x; }
   static long double reference(long double x) { return 1 / x; }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return -g * y * y;
   }
   static constexpr test_spec test{.ulps = 0.5};
@@ -324,7 +324,7 @@ struct sin : unary<sin> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sin(x); }
   template <class B> static B simd(const B& x) { return xsimd::sin(x); }
   static long double reference(long double x) { return std::sin(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<cos>(x);
   }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
@@ -335,7 +335,7 @@ struct cos : unary<cos> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::cos(x); }
   template <class B> static B simd(const B& x) { return xsimd::cos(x); }
   static long double reference(long double x) { return std::cos(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return -g * call<sin>(x);
   }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 2};
@@ -346,7 +346,7 @@ struct tan : unary<tan> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::tan(x); }
   template <class B> static B simd(const B& x) { return xsimd::tan(x); }
   static long double reference(long double x) { return std::tan(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * (y * y + 1.0);
   }
   static constexpr test_spec test{.lo = -1.5, .hi = 1.5, .ulps = 3};
@@ -357,7 +357,7 @@ struct asin : unary<asin> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::asin(x); }
   template <class B> static B simd(const B& x) { return xsimd::asin(x); }
   static long double reference(long double x) { return std::asin(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<rsqrt>((1.0 - x) * (x + 1.0));
   }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 3}; // xsimd's float asin: 2.32 ulps measured
@@ -368,7 +368,7 @@ struct acos : unary<acos> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::acos(x); }
   template <class B> static B simd(const B& x) { return xsimd::acos(x); }
   static long double reference(long double x) { return std::acos(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return -g * call<rsqrt>((1.0 - x) * (x + 1.0));
   }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 2};
@@ -379,7 +379,7 @@ struct atan : unary<atan> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::atan(x); }
   template <class B> static B simd(const B& x) { return xsimd::atan(x); }
   static long double reference(long double x) { return std::atan(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g / (x * x + 1.0);
   }
   static constexpr test_spec test{.lo = -100, .hi = 100, .ulps = 3}; // xsimd's atan: 2.22 ulps measured
@@ -390,7 +390,7 @@ struct sinh : unary<sinh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::sinh(x); }
   template <class B> static B simd(const B& x) { return xsimd::sinh(x); }
   static long double reference(long double x) { return std::sinh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<cosh>(x);
   }
   static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 3}; // xsimd's float sinh: 2.03 ulps measured
@@ -401,7 +401,7 @@ struct cosh : unary<cosh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::cosh(x); }
   template <class B> static B simd(const B& x) { return xsimd::cosh(x); }
   static long double reference(long double x) { return std::cosh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<sinh>(x);
   }
   static constexpr test_spec test{.lo = -80, .hi = 80, .ulps = 2};
@@ -412,7 +412,7 @@ struct tanh : unary<tanh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::tanh(x); }
   template <class B> static B simd(const B& x) { return xsimd::tanh(x); }
   static long double reference(long double x) { return std::tanh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * (1.0 - y * y);
   }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
@@ -423,7 +423,7 @@ struct asinh : unary<asinh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::asinh(x); }
   template <class B> static B simd(const B& x) { return xsimd::asinh(x); }
   static long double reference(long double x) { return std::asinh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<rsqrt>(x * x + 1.0);
   }
   static constexpr test_spec test{.lo = -1e4, .hi = 1e4, .ulps = 4}; // xsimd's float asinh: 3.57 ulps measured
@@ -437,7 +437,7 @@ struct acosh : unary<acosh> {
     return xsimd::select(x < B(1), B(std::numeric_limits<typename B::value_type>::quiet_NaN()), xsimd::acosh(x));
   }
   static long double reference(long double x) { return std::acosh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<rsqrt>((x - 1.0) * (x + 1.0));
   }
   static constexpr test_spec test{.lo = 1, .hi = 1e4, .ulps = 2};
@@ -448,7 +448,7 @@ struct atanh : unary<atanh> {
   template <class T> TENFOLD_HD static T scalar(T x) { return std::atanh(x); }
   template <class B> static B simd(const B& x) { return xsimd::atanh(x); }
   static long double reference(long double x) { return std::atanh(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g / ((1.0 - x) * (x + 1.0));
   }
   static constexpr test_spec test{.lo = -0.999, .hi = 0.999, .ulps = 2};
@@ -460,7 +460,7 @@ struct erf : unary<erf> {
   // Float only: xsimd's double erf is off by up to 68 ulps (near |x| = 2.2 and below 0.65).
   template <sc::float_batch B> static B simd(const B& x) { return xsimd::erf(x); }
   static long double reference(long double x) { return std::erf(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * 1.12837916709551257390 * call<exp>(-(x * x)); // 2/sqrt(pi) exp(-x^2)
   }
   static constexpr test_spec test{.lo = -5, .hi = 5, .ulps = 3}; // xsimd's float erf: 2.35 ulps measured
@@ -535,7 +535,7 @@ struct sigmoid : unary<sigmoid> {
     return sc::redo_lanes(B(1) / (B(1) + exp::simd(-x)), x, tail, [](T v) { return std::exp(v); });
   }
   static long double reference(long double x) { return 1 / (1 + std::exp(-x)); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * y * (1.0 - y);
   }
   static constexpr test_spec test{.lo = -110, .hi = 100, .ulps = 3};
@@ -557,7 +557,7 @@ struct silu : unary<silu> {
     return sc::redo_lanes(x / (B(1) + xsimd::exp(-x)), x, low, [](T v) { return tail(v); });
   }
   static long double reference(long double x) { return x / (1 + std::exp(-x)); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     auto s = call<sigmoid>(x);
     return g * s * (x * (1.0 - s) + 1.0);
   }
@@ -576,7 +576,7 @@ struct gelu : unary<gelu> {
     return B(0.5) * x * xsimd::abs(xsimd::erfc(x * B(-0.70710678118654752440)));
   }
   static long double reference(long double x) { return 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     // Phi(x) + x phi(x), phi the standard normal density
     return g * (call<erf>(x * 0.70710678118654752440) * 0.5 + 0.5 + x * 0.39894228040143267794 * call<exp>(x * x * -0.5));
   }
@@ -596,7 +596,7 @@ struct gelu_tanh : unary<gelu_tanh> {
     return 0.5L * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x)));
   }
   // 1 + tanh(.) cancels in the left tail: absolute slack there.
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     auto t = call<tanh>((x + x * x * x * 0.044715) * 0.79788456080286535588);
     return g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * (x * x * (3 * 0.044715) + 1.0) * 0.79788456080286535588);
   }
@@ -608,7 +608,7 @@ struct elu : unary<elu> {
   template <class T> TENFOLD_HD static T scalar(T x) { return x > T(0) ? x : std::expm1(x); }
   template <class B> static B simd(const B& x) { return xsimd::select(x > B(0), x, expm1::simd(x)); }
   static long double reference(long double x) { return x > 0 ? x : std::expm1(x); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return call<where>(x > 0.0, g, g * (y + 1.0));
   }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 2};
@@ -626,7 +626,7 @@ struct selu : unary<selu> {
   static long double reference(long double x) {
     return 1.0507009873554804934193349852946L * (x > 0 ? x : 1.6732632423543772848170429916717L * std::expm1(x));
   }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return call<where>(x > 0.0, g * scale, g * (y + scale * alpha));
   }
   static constexpr test_spec test{.lo = -20, .hi = 20, .ulps = 3};
@@ -643,7 +643,7 @@ struct softplus : unary<softplus> {
     return xsimd::select(x > B(0), x, B(0)) + xsimd::log1p(exp::simd(-xsimd::abs(x)));
   }
   static long double reference(long double x) { return (x > 0 ? x : 0) + std::log1p(std::exp(-std::fabs(x))); }
-  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g) {
+  static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<sigmoid>(x);
   }
   static constexpr test_spec test{.lo = -110, .hi = 90, .ulps = 3};
