@@ -258,3 +258,34 @@ TEST_CASE("a tiny classifier trains with plain gradient descent", "[autodiff]") 
   for (index_t i = 0; i < B; ++i) right += predicted(i) == labels(i);
   CHECK(right == B);
 }
+
+TEST_CASE("gradients through var, std (with their corrections) and norm", "[autodiff]") {
+  constexpr index_t n = 4, d = 7;
+  const auto x = random_tensor<double, shape<n, d>>(41, -2, 2);
+  const auto w = random_tensor<double, shape<d, d>>(42);
+  // L = mean(var(z, axis 1)) + mean(std(z, axis 1), correction 0) + norm(w) / 10, z = x w
+  auto [loss, dw] = value_and_grad(
+      [&](const auto& w_) {
+        return mean(var(matmul(x, w_), axis<1>)) + mean(tenfold::std(matmul(x, w_), axis<1>, correction<0>)) + norm(w_) * 0.1;
+      },
+      w);
+  const Tensor<double, shape<d, d>> gw = dw;
+  std::vector<long double> W = as_ld(w);
+  const auto f = [&] {
+    long double total = 0, sq = 0;
+    for (long double v : W) sq += v * v;
+    for (index_t i = 0; i < n; ++i) {
+      long double z[d], m = 0, ss = 0;
+      for (index_t j = 0; j < d; ++j) {
+        z[j] = 0;
+        for (index_t q = 0; q < d; ++q) z[j] += (long double)x(i, q) * W[q * d + j];
+        m += z[j] / d;
+      }
+      for (index_t j = 0; j < d; ++j) ss += (z[j] - m) * (z[j] - m);
+      total += ss / (d - 1) / n + std::sqrt(ss / d) / n;
+    }
+    return total + std::sqrt(sq) * 0.1L;
+  };
+  CHECK(std::fabs(Tensor<double>(loss)() - f()) <= 1e-12 * std::fabs(f()));
+  CHECK(worst_error(gw, numeric_gradient(W, f), 1e-6L) <= 1e-7);
+}

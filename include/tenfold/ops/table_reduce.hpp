@@ -244,6 +244,12 @@ struct variance : reduction<variance<Sqrt, Correction>, reduce_result::floating>
     if constexpr (Sqrt) return std::sqrt(v);
     else return v;
   }
+  // d var / dx = 2 (x - mean) / (n - correction); d std = (x - mean) / ((n - correction) std).
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g, const auto& ctx) {
+    const auto centered = x - ctx.sum_back(x) / double(ctx.count);
+    if constexpr (Sqrt) return g * centered / (y * double(ctx.count - Correction));
+    else return g * centered * (2.0 / double(ctx.count - Correction));
+  }
   template <class A, class I, class Row> static A simd_block(const Row& row, index_t lo, index_t hi) {
     using B = xsimd::batch<I>;
     constexpr index_t w = B::size;
@@ -437,6 +443,10 @@ struct norm : reduction<norm, reduce_result::floating> {
     long double s = 0;
     for (index_t i = 0; i < n; ++i) s += x[i] * x[i];
     return std::sqrt(s);
+  }
+  // x / ‖x‖, and 0 where the norm is 0 (PyTorch's subgradient there).
+  static auto vjp(const auto& x, const auto& y, const auto& g, [[maybe_unused]] const auto& ctx) {
+    return call<where>(call<eq>(y, 0.0), 0.0, g * x / y);
   }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
   static constexpr bench_spec bench{.flops = 2};
