@@ -217,18 +217,19 @@ void idx_read(idx_stream& s, Tensor<T, S>& out, idx_first_axis first) {
                                             out.shape_string(), ")"));
 
   // Extents (at most 8 of them: the rank matches S's). Their product is checked before any is trusted.
-  unsigned char dims_raw[4 * (S::rank > 0 ? S::rank : 1)];
-  const std::size_t dims_got = s.read(dims_raw, 4 * S::rank);
-  if (dims_got < 4 * std::size_t(S::rank))
+  constexpr std::size_t rank = S::rank;
+  unsigned char dims_raw[4 * (rank > 0 ? rank : 1)];
+  const std::size_t dims_got = s.read(dims_raw, 4 * rank);
+  if (dims_got < 4 * rank)
     idx_fail(name, tenfold::detail::message("file too short: truncated header, ", dims_got, " of the ", 4 * S::rank,
                                             " bytes of its extents"));
-  std::uint64_t dims[S::rank > 0 ? S::rank : 1], bytes = type->bytes;
-  for (int i = 0; i < S::rank; ++i) {
+  std::uint64_t dims[rank > 0 ? rank : 1], bytes = type->bytes;
+  for (std::size_t i = 0; i < rank; ++i) {
     dims[i] = idx_decode<std::uint32_t>(dims_raw + 4 * i);
     if (__builtin_mul_overflow(bytes, dims[i], &bytes))
       idx_fail(name, "the header's extents overflow: their product times the element size exceeds 2^64 bytes");
   }
-  for (int i = 0; i < S::rank; ++i) {
+  for (std::size_t i = 0; i < rank; ++i) {
     const auto want = static_cast<std::uint64_t>(S::dims[i]);
     if (i == 0 && first == idx_first_axis::prefix ? dims[i] < want : dims[i] != want)
       idx_fail(name, tenfold::detail::message("extent of axis ", i, ": expected ",
