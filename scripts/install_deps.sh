@@ -28,6 +28,7 @@ requirements=(
   "test  cmake            has_command cmake"
   "test  ninja-build      has_command ninja"
   "test  catch2           has_header catch2/catch.hpp"
+  "test  zlib1g-dev       has_header zlib.h"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
