@@ -17,6 +17,9 @@
 
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/views_compose.hpp"
+#include "tenfold/core/windows.hpp"
+#include "tenfold/ops/conv.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
 
@@ -83,21 +86,126 @@ struct op_without_derivative {
                                  "derivative (Op in the note: a comparison, a piecewise-constant op, argmax ...)");
 };
 
-// ---- gathering a gradient onto the target's axes ----------------------------------------------------
-// g has shape G; axis a of g feeds axis to[a] of shape To, or is summed (to[a] < 0). Every axis of To
-// longer than 1 is fed by exactly one axis of g of the same extent. Result: shape To.
-template <class G, class To, std::array<int, G::rank> Map>
-constexpr bool gatherable() {
-  std::array<int, To::rank + 1> fed{};
-  for (int a = 0; a < G::rank; ++a) {
-    if (G::dims[a] == 1 || Map[a] < 0) continue;
-    if (Map[a] >= To::rank || To::dims[Map[a]] != G::dims[a]) return false;
-    ++fed[Map[a]];
+// ---- scattering a gradient back through an index map -----------------------------------------------
+// A view reads its source at a linear function of its own index: source axis p at
+// off[p] + sum over the view's axes a of coef[p][a] * i[a] (a leaf's strides, a permutation, a broadcast,
+// a slice, a reshape's split, the windows of a pool). Its adjoint sends g (the view's gradient, shape G)
+// back onto the source (shape To): the view's axes that feed no source axis (broadcasts) are summed; the
+// rest are permuted into source order and each source axis's run of feeding axes merged into one axis;
+// then zeros are padded where the view did not read. That needs each view axis to feed at most one source
+// axis with a positive coefficient, and each source axis to be fed by a mixed-radix run (coefficients
+// c_1 > c_2 > ... = 1 with c_k = c_{k+1} * extent_{k+1}, as (oh, kh) of a pool whose stride is its
+// kernel): every source element is then read at most once. Overlapping windows, flips and strided
+// slices read differently and are a compile error for now.
+template <int RT, int RG>
+struct linear_read {
+  std::array<index_t, RT * RG + 1> coef{}; // [p * RG + a]
+  std::array<index_t, RT + 1> off{};
+};
+
+template <class G, class To, class Read>
+struct scatter_plan {
+  static constexpr int RG = G::rank, RT = To::rank;
+  static constexpr linear_read<RT, RG> R = Read::value;
+  static constexpr index_t c(int p, int a) { return R.coef[p * RG + a]; }
+  // The source axis view axis a feeds (-1: none, RT: more than one or a negative coefficient).
+  static constexpr int feeds(int a) {
+    if (G::dims[a] == 1) return -1;
+    int f = -1;
+    for (int p = 0; p < RT; ++p) {
+      if (c(p, a) == 0) continue;
+      if (c(p, a) < 0 || f >= 0) return RT;
+      f = p;
+    }
+    return f;
   }
-  for (int p = 0; p < To::rank; ++p)
-    if (To::dims[p] > 1 && fed[p] != 1) return false;
-  return true;
-}
+  // View axes feeding p, by decreasing coefficient.
+  static constexpr std::array<int, RG + 1> run(int p) {
+    std::array<int, RG + 1> r{};
+    int n = 0;
+    for (int a = 0; a < RG; ++a)
+      if (feeds(a) == p) r[n++] = a;
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if (c(p, r[j]) > c(p, r[i])) std::swap(r[i], r[j]);
+    r[RG] = n;
+    return r;
+  }
+  static constexpr index_t span(int p) {
+    const auto r = run(p);
+    return r[RG] == 0 ? 1 : c(p, r[0]) * G::dims[r[0]];
+  }
+  static constexpr bool valid() {
+    for (int a = 0; a < RG; ++a)
+      if (feeds(a) == RT) return false;
+    for (int p = 0; p < RT; ++p) {
+      const auto r = run(p);
+      for (int i = 0; i < r[RG]; ++i) {
+        const index_t next = i + 1 < r[RG] ? c(p, r[i + 1]) * G::dims[r[i + 1]] : 1;
+        if (c(p, r[i]) != next) return false;
+      }
+      if (R.off[p] < 0 || R.off[p] + span(p) > To::dims[p]) return false;
+    }
+    return true;
+  }
+  static constexpr int summed_count = [] {
+    int n = 0;
+    for (int a = 0; a < RG; ++a) n += feeds(a) == -1 && G::dims[a] > 1;
+    return n;
+  }();
+  static constexpr auto summed = [] {
+    std::array<int, RG + 1> s{};
+    for (int a = 0, n = 0; a < RG; ++a)
+      if (feeds(a) == -1 && G::dims[a] > 1) s[n++] = a;
+    return s;
+  }();
+  static constexpr int kept = [] {
+    int n = 0;
+    for (int a = 0; a < RG; ++a) n += feeds(a) >= 0;
+    return n;
+  }();
+  static constexpr auto kept_dims = [] { // the feeding axes in g's order
+    std::array<index_t, RG + 1> d{};
+    for (int a = 0, n = 0; a < RG; ++a)
+      if (feeds(a) >= 0) d[n++] = G::dims[a];
+    return d;
+  }();
+  static constexpr auto perm = [] { // permute<perm...> of the kept axes into source order, runs by coefficient
+    std::array<int, RG + 1> rank_of{}, out{};
+    for (int a = 0, n = 0; a < RG; ++a)
+      if (feeds(a) >= 0) rank_of[a] = n++;
+    for (int p = 0, n = 0; p < RT; ++p) {
+      const auto r = run(p);
+      for (int i = 0; i < r[RG]; ++i) out[n++] = rank_of[r[i]];
+    }
+    return out;
+  }();
+  static constexpr bool identity_perm = [] {
+    for (int i = 0; i < kept; ++i)
+      if (perm[i] != i) return false;
+    return true;
+  }();
+  static constexpr auto spans = [] {
+    std::array<index_t, RT + 1> d{};
+    for (int p = 0; p < RT; ++p) d[p] = span(p);
+    return d;
+  }();
+  static constexpr detail::dims_t<RT> span_dims() {
+    detail::dims_t<RT> d{};
+    for (int p = 0; p < RT; ++p) d[p] = span(p);
+    return d;
+  }
+  static constexpr auto pads = [] {
+    std::array<index_t, 2 * RT + 1> d{};
+    for (int p = 0; p < RT; ++p) d[2 * p] = R.off[p], d[2 * p + 1] = To::dims[p] - R.off[p] - span(p);
+    return d;
+  }();
+  static constexpr bool padded = [] {
+    for (int i = 0; i < 2 * RT; ++i)
+      if (pads[i] != 0) return true;
+    return false;
+  }();
+};
 
 template <class To, class X>
 auto reshape_to(X&& x) {
@@ -105,96 +213,148 @@ auto reshape_to(X&& x) {
       std::make_index_sequence<To::rank>{});
 }
 
-template <class To, auto Map, class X>
-auto gather_axes(X&& g) {
+template <class To, class Read, class X>
+auto scatter_linear(X&& g) {
   using G = detail::shape_of_t<X>;
-  static_assert(gatherable<G, To, Map>(), "tenfold::value_and_grad: this view of a parameter or value (a slice, a flip, "
-                                          "a strided or overlapping view) has no adjoint yet");
-  // The summed axes (extent > 1, feeding nothing), kept as extent 1.
-  static constexpr auto summed = [] {
-    std::array<int, G::rank + 1> s{};
-    int n = 0;
-    for (int a = 0; a < G::rank; ++a)
-      if (G::dims[a] > 1 && Map[a] < 0) s[n++] = a;
-    s[G::rank] = n;
-    return s;
-  }();
+  using P = scatter_plan<G, To, Read>;
+  static_assert(P::valid(), "tenfold::value_and_grad: this view (a flip, a strided slice, overlapping windows) has no "
+                            "adjoint yet: a view's adjoint needs each source element read at most once, in runs "
+                            "(see autodiff/backward.hpp)");
   auto reduced = [&] {
-    if constexpr (summed[G::rank] == 0) return detail::as_node(std::forward<X>(g));
+    if constexpr (P::summed_count == 0) return detail::as_node(std::forward<X>(g));
     else
-      return [&]<std::size_t... I>(std::index_sequence<I...>) { return tenfold::sum(std::forward<X>(g), axes<summed[I]...>, keepdims); }(
-          std::make_index_sequence<std::size_t(summed[G::rank])>{});
+      return [&]<std::size_t... I>(std::index_sequence<I...>) { return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims); }(
+          std::make_index_sequence<std::size_t(P::summed_count)>{});
   }();
-  // The feeding axes in g's order, then permuted into the target's order.
-  static constexpr int kept = [] {
-    int n = 0;
-    for (int a = 0; a < G::rank; ++a) n += G::dims[a] > 1 && Map[a] >= 0;
-    return n;
+  auto merged = [&] {
+    using Spans = shape_from<P::span_dims()>;
+    if constexpr (P::identity_perm) return reshape_to<Spans>(std::move(reduced));
+    else
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return reshape_to<Spans>(permute<P::perm[I]...>(reshape<P::kept_dims[I]...>(std::move(reduced))));
+      }(std::make_index_sequence<std::size_t(P::kept)>{});
   }();
-  static constexpr auto order = [] { // target axis of each kept axis, in g's order
-    std::array<int, kept + 1> o{};
-    for (int a = 0, n = 0; a < G::rank; ++a)
-      if (G::dims[a] > 1 && Map[a] >= 0) o[n++] = Map[a];
-    return o;
-  }();
-  static constexpr auto kept_dims = [] {
-    std::array<index_t, kept + 1> d{};
-    for (int i = 0; i < kept; ++i) d[i] = To::dims[order[i]];
-    return d;
-  }();
-  static constexpr auto perm = [] { // permute<perm...>: output axis i is kept axis perm[i]
-    std::array<int, kept + 1> p{};
-    for (int i = 0; i < kept; ++i) {
-      int rank = 0;
-      for (int j = 0; j < kept; ++j) rank += order[j] < order[i];
-      p[rank] = i;
-    }
-    return p;
-  }();
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto squeezed = reshape<kept_dims[I]...>(std::move(reduced));
-    if constexpr (kept <= 1) return reshape_to<To>(std::move(squeezed));
-    else return reshape_to<To>(permute<perm[I]...>(std::move(squeezed)));
-  }(std::make_index_sequence<std::size_t(kept)>{});
+  if constexpr (!P::padded) return merged;
+  else
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return pad<P::pads[I]...>(std::move(merged), 0); }(
+        std::make_index_sequence<std::size_t(2 * To::rank)>{});
 }
 
-// A leaf reading the target (through views folded into its strides) back onto the target's shape.
+// A leaf reading the target (its views folded into the strides) back onto the target's shape: each
+// stride is split over the target's row-major strides, outermost first.
+template <class To, class L>
+constexpr linear_read<To::rank, L::rank> leaf_read() {
+  using G = typename L::shape_type;
+  constexpr auto cs = strides_of<To>;
+  linear_read<To::rank, G::rank> r{};
+  for (int a = 0; a < G::rank; ++a) {
+    const index_t s = L::strides[a];
+    if (s == 0 || G::dims[a] == 1) continue;
+    if (s < 0) { // a flip: marked as read twice, which scatter_plan rejects
+      r.coef[a] = r.coef[(To::rank - 1) * G::rank + a] = -1;
+      continue;
+    }
+    for (int p = 0; p < To::rank; ++p)
+      if (To::dims[p] > 1 && cs[p] <= s && s % cs[p] == 0) {
+        r.coef[p * G::rank + a] = s / cs[p];
+        break;
+      }
+  }
+  index_t rem = L::offset;
+  for (int p = 0; p < To::rank; ++p)
+    if (To::dims[p] > 1) r.off[p] = rem / cs[p], rem %= cs[p];
+  return r;
+}
+// (The reads reach scatter_plan as types holding the value: GCC 12 confused two class-type template
+// arguments of the same type and different values.)
+template <class To, class L>
+struct leaf_read_of {
+  static constexpr auto value = leaf_read<To, L>();
+};
 template <class To, class L, class X>
 auto leaf_adjoint(X&& g) {
-  static_assert(L::offset == 0, "tenfold::value_and_grad: a slice of a parameter has no adjoint yet");
-  static constexpr auto map = [] {
-    constexpr auto cs = strides_of<To>;
-    std::array<int, L::rank> m{};
-    for (int a = 0; a < L::rank; ++a) {
-      m[a] = -1;
-      if (L::strides[a] == 0) continue; // broadcast: summed
-      for (int p = 0; p < To::rank; ++p)
-        if (To::dims[p] > 1 && cs[p] == L::strides[a] && To::dims[p] == L::shape_type::dims[a]) m[a] = p;
-      if (m[a] < 0) m[a] = To::rank; // not a target axis: gatherable() reports it
-    }
-    return m;
-  }();
-  return gather_axes<To, map>(std::forward<X>(g));
+  return scatter_linear<To, leaf_read_of<To, L>>(std::forward<X>(g));
 }
 
-// A view of an opaque node (a broadcast reduction): the adjoint of its map.
+// A view of a node: the adjoint of its index map.
+template <class M>
+constexpr linear_read<M::in_shape::rank, M::out_shape::rank> map_read() {
+  using In = typename M::in_shape;
+  using Out = typename M::out_shape;
+  linear_read<In::rank, Out::rank> r{};
+  if constexpr (requires { M::src; M::scale; }) {
+    for (int j = 0; j < In::rank; ++j)
+      if (M::src[j] >= 0) r.coef[j * Out::rank + M::src[j]] = M::scale[j];
+  } else {
+    for (int i = 0; i < In::rank * Out::rank; ++i) r.coef[i] = M::coef[i];
+  }
+  for (int j = 0; j < In::rank; ++j) r.off[j] = M::off[j];
+  return r;
+}
+template <class M>
+struct map_read_of {
+  static constexpr auto value = map_read<M>();
+};
 template <class M, class X>
 auto view_adjoint(X&& g) {
   using In = typename M::in_shape;
   if constexpr (detail::is_reshape_map_v<M>) return reshape_to<In>(std::forward<X>(g));
-  else if constexpr (requires { M::src; M::scale; M::off; }) {
-    static_assert(M::off == std::array<index_t, In::rank>{}, "tenfold::value_and_grad: a slice of a value has no adjoint yet");
-    using Out = typename M::out_shape;
-    static constexpr auto map = [] {
-      std::array<int, Out::rank> m{};
-      for (auto& v : m) v = -1;
-      for (int j = 0; j < In::rank; ++j)
-        if (M::src[j] >= 0 && In::dims[j] > 1) m[M::src[j]] = M::scale[j] == 1 ? j : In::rank;
-      return m;
-    }();
-    return gather_axes<In, map>(std::forward<X>(g));
-  } else {
-    return no_adjoint_yet<M>{};
+  else if constexpr (requires { M::src; M::scale; M::off; } || requires { M::coef; M::off; })
+    return scatter_linear<In, map_read_of<M>>(std::forward<X>(g));
+  else return no_adjoint_yet<M>{};
+}
+
+// ---- convolution ---------------------------------------------------------------------------------------
+// The input's gradient is the transposed convolution of g with the same weights and geometry (and
+// conversely): the same implicit-im2col GEMM. output_padding restores the rows the forward stride
+// dropped.
+template <class N>
+constexpr conv_geometry adjoint_geometry() {
+  constexpr conv_geometry f = N::geometry;
+  conv_geometry r = f;
+  r.transposed = !f.transposed;
+  r.out_pad_h = r.out_pad_w = 0;
+  if (!f.transposed) {
+    r.out_pad_h = N::H - detail::conv_out_extent(N::OH, N::KH, f.stride_h, f.pad_h, f.dil_h, 0, true);
+    r.out_pad_w = N::W - detail::conv_out_extent(N::OW, N::KW, f.stride_w, f.pad_w, f.dil_w, 0, true);
+  }
+  return r;
+}
+template <class N, class Wn, class G>
+auto conv_input_adjoint(const Wn& w, const G& g) {
+  constexpr conv_geometry f = N::geometry, a = adjoint_geometry<N>();
+  static_assert(f.transposed || (a.out_pad_h < f.stride_h && a.out_pad_w < f.stride_w) || (f.stride_h == 1 && f.stride_w == 1),
+                "tenfold::value_and_grad: conv2d's input gradient needs output padding below the stride");
+  static_assert(!f.transposed || (f.out_pad_h < f.stride_h && f.out_pad_w < f.stride_w),
+                "tenfold::value_and_grad: conv_transpose2d's input gradient needs output padding below the stride");
+  return detail::make_conv<a>(detail::as_node(g), w);
+}
+
+// The weights' gradient: for every tap, the input windows against g summed over the batch and the
+// output positions, as one GEMM: [OC, N*OH*OW] x [N*OH*OW, C*KH*KW] (NCHW; NHWC transposes it). The
+// windows matrix is im2col of the (padded) input: a view the walk materialises as the GEMM's operand.
+template <class N, class Xn, class G>
+auto conv_weight_adjoint(const Xn& x, const G& g) {
+  constexpr conv_geometry f = N::geometry;
+  static_assert(!f.transposed, "tenfold::value_and_grad: conv_transpose2d's weight gradient is not built yet");
+  static_assert(f.groups == 1, "tenfold::value_and_grad: the weight gradient of a grouped convolution is not built yet");
+  constexpr index_t B = N::N, C = N::C, OC = N::OC, OH = N::OH, OW = N::OW, KH = N::KH, KW = N::KW;
+  using L = std::conditional_t<N::nhwc, nhwc_t, nchw_t>;
+  auto padded = [&] {
+    if constexpr (f.pad_h == 0 && f.pad_w == 0) return detail::as_node(x);
+    else {
+      if constexpr (N::nhwc) return pad<0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w, 0, 0>(x, 0);
+      else return pad<0, 0, 0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w>(x, 0);
+    }
+  }();
+  auto win = detail::windows_of<L, OH, OW, hw{KH, KW}, hw{f.stride_h, f.stride_w}, hw{f.dil_h, f.dil_w}>(std::move(padded));
+  if constexpr (!N::nhwc) { // win [B, C, OH, OW, KH, KW]
+    auto cols = reshape<B * OH * OW, C * KH * KW>(permute<0, 2, 3, 1, 4, 5>(std::move(win)));
+    auto rows = reshape<OC, B * OH * OW>(permute<1, 0, 2, 3>(g));
+    return reshape<OC, C, KH, KW>(matmul(std::move(rows), std::move(cols)));
+  } else { // win [B, OH, OW, C, KH, KW]
+    auto cols = reshape<B * OH * OW, KH * KW * C>(permute<0, 1, 2, 4, 5, 3>(std::move(win)));
+    return reshape<KH, KW, C, OC>(matmul(transpose(std::move(cols)), reshape<B * OH * OW, OC>(g)));
   }
 }
 
@@ -295,6 +455,23 @@ auto gradient(const N& n, const G& g) {
     static_assert(N::rank == 2 && std::remove_cvref_t<decltype(a)>::rank == 2 && std::remove_cvref_t<decltype(b)>::rank == 2,
                   "tenfold::value_and_grad: only a matrix-matrix matmul has a derivative yet");
     return plus(gradient<Target>(a, matmul(g, transpose(b))), gradient<Target>(b, matmul(transpose(a), g)));
+  } else if constexpr (detail::is_conv_node_v<N>) {
+    const auto& x = std::get<0>(n.args);
+    const auto& w = std::get<1>(n.args);
+    auto through_x = [&] {
+      if constexpr (!depends<Target, std::remove_cvref_t<decltype(x)>>()) return zero{};
+      else return gradient<Target>(x, conv_input_adjoint<N>(w, g));
+    }();
+    auto through_w = [&] {
+      if constexpr (!depends<Target, std::remove_cvref_t<decltype(w)>>()) return zero{};
+      else return gradient<Target>(w, conv_weight_adjoint<N>(x, g));
+    }();
+    return plus(std::move(through_x), std::move(through_w));
+  } else if constexpr (detail::is_pad_node_v<N>) {
+    using In = typename N::input_shape;
+    return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return slice<range<N::pads[2 * I], N::pads[2 * I] + In::dims[I]>...>(g);
+    }(std::make_index_sequence<std::size_t(In::rank)>{}));
   } else if constexpr (detail::is_let_node_v<N>) {
     using P = slot_target<typename N::tag_type, typename N::value_node::shape_type>;
     auto through_body = gradient<Target>(n.body, g);
@@ -341,6 +518,35 @@ auto value_and_grad(F&& f, const P&... params) {
       else return detail::as_node(std::move(g));
     };
     return std::tuple{loss, grad.template operator()<K>()...};
+  }(std::index_sequence_for<P...>{});
+}
+
+// vjp(f, g, x...): the gradients with respect to each x of <g, f(x...)> — the vector-Jacobian product of f
+// at x... with g (an expression of f's shape): one expression per x, of x's shape. This is how a model is
+// differentiated a stage at a time: the forward pass keeps each stage's output in a tensor, and the
+// backward pass hands each stage the gradient of its output,
+//   auto [gx, gw] = vjp([](const auto& x, const auto& w) { return relu(conv2d(x, w)); }, g_y, x, w);
+template <class F, class G, class... P>
+auto vjp(F&& f, const G& g, const P&... inputs) {
+  using Tag = std::remove_cvref_t<F>;
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto out = detail::as_node(f(detail::leaf<const typename P::value_type, typename P::shape_type,
+                                              detail::canon(strides_of<typename P::shape_type>), 0,
+                                              autodiff::param_holder<const typename P::value_type, Tag, int(K)>>{
+        {}, {inputs.data()}}...));
+    using O = decltype(out);
+    static_assert(std::is_same_v<typename O::shape_type, detail::shape_of_t<G>>,
+                  "tenfold::vjp: g must have the shape of f's value");
+    const auto seed = detail::as_node(g);
+    const auto grad = [&]<std::size_t I>() {
+      using Pi = std::tuple_element_t<I, std::tuple<P...>>;
+      using S = typename Pi::shape_type;
+      auto d = autodiff::gradient<autodiff::param_target<Tag, int(I), S>>(out, seed);
+      if constexpr (std::is_same_v<decltype(d), autodiff::zero>)
+        return detail::expand_to<S>(detail::scalar_node<typename Pi::value_type, shape<>>{{}, 0});
+      else return detail::as_node(std::move(d));
+    };
+    return std::tuple{grad.template operator()<K>()...};
   }(std::index_sequence_for<P...>{});
 }
 } // namespace tenfold
