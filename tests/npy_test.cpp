@@ -196,6 +196,7 @@ TEST_CASE("npy: every validation error names the file and the problem", "[io][np
   check("truncated", npy_file(good, data.substr(1)), "file too short: 23 data bytes, the shape (2, 3) of '<f4' needs 24");
   check("trailing", npy_file(good, data + "!"), "trailing bytes: 25 data bytes, the shape (2, 3) of '<f4' needs 24");
   check_path(temp_dir().string(), "is a directory");
+  check_path("/dev/null", "not a regular file");
   check_path((temp_dir() / "does_not_exist.npy").string(), "cannot open: No such file or directory");
 
   // A bool byte other than 0 or 1 would be undefined behaviour as a C++ bool: an error instead.

@@ -262,8 +262,13 @@ TEST_CASE("safetensors: every validation error names the file and the problem", 
   check("metadata_kind", st_file(R"({"__metadata__":["x"]})"), "__metadata__ is array, not an object of strings");
   check("metadata_value", st_file(R"({"__metadata__":{"k":1.5}})"), "__metadata__['k'] is a non-integer number");
 
+  // Deep nesting must not exhaust the stack (nlohmann's parser and destructor are iterative).
+  check("deep", st_file("{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}"),
+        "tensor 'a': its entry is array, not an object");
+
   const std::string dir = temp_dir().string();
   CHECK_THROWS_WITH(io::safetensors_file(dir), Contains(dir + ": is a directory"));
+  CHECK_THROWS_WITH(io::safetensors_file("/dev/null"), Contains("/dev/null: not a regular file"));
   const std::string missing = (temp_dir() / "does_not_exist").string();
   CHECK_THROWS_WITH(io::safetensors_file(missing), Contains(missing + ": cannot open: No such file or directory"));
 
