@@ -25,7 +25,9 @@ const fs::path& temp_dir() {
   return dir;
 }
 
-std::string reference(const std::string& name) { return (fs::path(__FILE__).parent_path() / "data/io" / name).string(); }
+std::string reference(const std::string& name) {
+  return (fs::path(__FILE__).parent_path() / "data/io" / name).string();
+}
 
 std::string write_file(const std::string& name, const std::string& bytes) {
   const std::string path = (temp_dir() / name).string();
@@ -116,7 +118,8 @@ TEST_CASE("npy: save_npy writes NumPy's bytes, and round trips", "[io][npy]") {
     CHECK(same_bits(t, back));
     CHECK(slurp(path).size() % 64 == std::size_t(sizeof(t.data()[0]) * t.size()) % 64); // data 64-byte aligned
   };
-  round_trip("a.npy", Tensor<float, shape<2, 1, 3>>{1e-40f, -0.0f, 3.25e10f, 7, -8, std::numeric_limits<float>::infinity()});
+  round_trip("a.npy",
+             Tensor<float, shape<2, 1, 3>>{1e-40f, -0.0f, 3.25e10f, 7, -8, std::numeric_limits<float>::infinity()});
   round_trip("b.npy", Tensor<double, shape<1>>{5e-324});
   round_trip("c.npy", Tensor<std::int32_t, shape<3>>{INT32_MIN, 0, INT32_MAX});
   round_trip("d.npy", Tensor<std::int64_t, shape<1, 2>>{INT64_MIN, INT64_MAX});
@@ -153,9 +156,8 @@ TEST_CASE("npy: every validation error names the file and the problem", "[io][np
   Tensor<float, S> t;
   CHECK_NOTHROW(io::load_npy(write_file("good", npy_file(good, data)), t));
   CHECK_NOTHROW(io::load_npy(write_file("good_v2", npy_file(good, data, 2)), t));
-  CHECK_NOTHROW(io::load_npy(write_file("spacing", npy_file("  {\"shape\":(2,3),'descr':'<f4' , 'fortran_order':False}",
-                                                           data)),
-                             t));
+  CHECK_NOTHROW(io::load_npy(
+      write_file("spacing", npy_file("  {\"shape\":(2,3),'descr':'<f4' , 'fortran_order':False}", data)), t));
   CHECK_NOTHROW(io::load_npy(write_file("python2", npy_file(header("<f4", "(2L, 3L)"), data)), t));
 
   check("empty", "", "file too short: 0 bytes");
@@ -163,7 +165,8 @@ TEST_CASE("npy: every validation error names the file and the problem", "[io][np
   check("magic", "PK\x03\x04 not numpy", "bad magic: not a .npy file");
   check("version", npy_file(good, data, 4), "format version 4.0 (tenfold reads 1.0, 2.0 and 3.0)");
   check("short_v2", npy_file(good, data, 2).substr(0, 11), "a version 2 .npy file starts with 12");
-  check("header_past_end", npy_file(good, data).substr(0, 40), "header length 60 runs past the end of the file (30 bytes");
+  check("header_past_end", npy_file(good, data).substr(0, 40),
+        "header length 60 runs past the end of the file (30 bytes");
   check("not_dict", npy_file("('descr', '<f4')", data), "the header is not a dict");
   check("unknown_key", npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", data),
         "unknown key 'x' in the header");
@@ -193,7 +196,8 @@ TEST_CASE("npy: every validation error names the file and the problem", "[io][np
   check("dtype_mismatch", npy_file(header("<f8", "(2, 3)"), data + data),
         "dtype '<f8' in the file, expected '<f4' or one that float32 holds exactly: '|u1', '|i1', '<i2', '<u2', "
         "'<f2'; a lossy read is an explicit cast");
-  check("truncated", npy_file(good, data.substr(1)), "file too short: 23 data bytes, the shape (2, 3) of '<f4' needs 24");
+  check("truncated", npy_file(good, data.substr(1)),
+        "file too short: 23 data bytes, the shape (2, 3) of '<f4' needs 24");
   check("trailing", npy_file(good, data + "!"), "trailing bytes: 25 data bytes, the shape (2, 3) of '<f4' needs 24");
   check_path(temp_dir().string(), "is a directory");
   check_path("/dev/null", "not a regular file");

@@ -193,7 +193,8 @@ TEST_CASE("safetensors: every validation error names the file and the problem", 
   auto check = [](const std::string& name, const std::string& bytes, const std::string& what) {
     const std::string path = write_file(name, bytes);
     INFO(name);
-    CHECK_THROWS_WITH(io::safetensors_file(path), Contains("tenfold::io::safetensors: " + path + ": ") && Contains(what));
+    CHECK_THROWS_WITH(io::safetensors_file(path),
+                      Contains("tenfold::io::safetensors: " + path + ": ") && Contains(what));
     // The same from memory, under the name given.
     CHECK_THROWS_WITH(io::safetensors_file::from_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), name),
                       Contains("tenfold::io::safetensors: " + name + ": ") && Contains(what));
@@ -275,7 +276,7 @@ TEST_CASE("safetensors: every validation error names the file and the problem", 
   // Zero-sized tensors take no bytes, anywhere in the buffer; the reference reader allows them too.
   const std::string zero =
       st_file("{\"z\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[8,8]},\"a\":{" + f32_2 +
-              ",\"data_offsets\":[0,8]},\"y\":{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[8,8]}}",
+                  ",\"data_offsets\":[0,8]},\"y\":{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[8,8]}}",
               eight);
   const io::safetensors_file zf(write_file("zero_sized", zero));
   CHECK(zf.names() == std::vector<std::string>{"a", "y", "z"});
@@ -286,7 +287,8 @@ TEST_CASE("safetensors: read errors name the file, the tensor, and expected vs f
   const io::safetensors_file f(path);
   const std::string prefix = "tenfold::io::safetensors: " + path + ": ";
   Tensor<float, shape<3, 2>> wrong_shape;
-  CHECK_THROWS_WITH(f.read("f32", wrong_shape), Contains(prefix + "tensor 'f32': shape [2,3] in the file, expected [3,2]"));
+  CHECK_THROWS_WITH(f.read("f32", wrong_shape),
+                    Contains(prefix + "tensor 'f32': shape [2,3] in the file, expected [3,2]"));
   Tensor<float, shape<2, 3, 1>> wrong_rank;
   CHECK_THROWS_WITH(f.read("f32", wrong_rank), Contains("shape [2,3] in the file, expected [2,3,1]"));
   Tensor<float, shape<3>> f64_as_float;
@@ -306,7 +308,8 @@ TEST_CASE("safetensors: read errors name the file, the tensor, and expected vs f
                     Contains(prefix + "no tensor named 'weight' (the file has 8 tensors: bf16, bool, f16, f32"));
 
   // A BOOL byte other than 0 or 1 would be undefined behaviour as a C++ bool: an error instead.
-  const std::string bools = st_file(R"({"b":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", std::string("\1\0\2", 3));
+  const std::string bools =
+      st_file(R"({"b":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", std::string("\1\0\2", 3));
   const std::string bpath = write_file("bool_byte", bools);
   Tensor<bool, shape<3>> b;
   CHECK_THROWS_WITH(io::safetensors_file(bpath).read("b", b),

@@ -20,7 +20,8 @@
 namespace tenfold::io::detail {
 
 // The files' data is little-endian and is copied to and from memory as it is.
-static_assert(std::endian::native == std::endian::little, "tenfold::io: safetensors and .npy need a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "tenfold::io: safetensors and .npy need a little-endian host");
 
 // "<who>: <file>: <what>", the form of every error of io/.
 [[noreturn]] inline void file_fail(const char* who, const std::string& file, const std::string& what) {

@@ -10,11 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "../core/dtype.hpp"
 
@@ -30,10 +32,10 @@ struct file_dtype_info {
 };
 
 inline constexpr file_dtype_info file_dtypes[] = {
-    {file_dtype::boolean, "BOOL", "b1", 1}, {file_dtype::u8, "U8", "u1", 1},     {file_dtype::i8, "I8", "i1", 1},
-    {file_dtype::i16, "I16", "i2", 2},      {file_dtype::u16, "U16", "u2", 2},   {file_dtype::i32, "I32", "i4", 4},
-    {file_dtype::u32, "U32", "u4", 4},      {file_dtype::i64, "I64", "i8", 8},   {file_dtype::u64, "U64", "u8", 8},
-    {file_dtype::f16, "F16", "f2", 2},      {file_dtype::bf16, "BF16", "", 2},   {file_dtype::f32, "F32", "f4", 4},
+    {file_dtype::boolean, "BOOL", "b1", 1}, {file_dtype::u8, "U8", "u1", 1},   {file_dtype::i8, "I8", "i1", 1},
+    {file_dtype::i16, "I16", "i2", 2},      {file_dtype::u16, "U16", "u2", 2}, {file_dtype::i32, "I32", "i4", 4},
+    {file_dtype::u32, "U32", "u4", 4},      {file_dtype::i64, "I64", "i8", 8}, {file_dtype::u64, "U64", "u8", 8},
+    {file_dtype::f16, "F16", "f2", 2},      {file_dtype::bf16, "BF16", "", 2}, {file_dtype::f32, "F32", "f4", 4},
     {file_dtype::f64, "F64", "f8", 8}};
 
 constexpr const file_dtype_info& info(file_dtype d) { return file_dtypes[static_cast<std::size_t>(d)]; }
@@ -64,22 +66,24 @@ constexpr file_dtype file_dtype_of() {
 
 // The C++ type of a file type's elements (bool is read as a byte and checked to be 0 or 1).
 template <file_dtype D>
-using file_element_t = std::tuple_element_t<
-    static_cast<std::size_t>(D), std::tuple<std::uint8_t, std::uint8_t, std::int8_t, std::int16_t, std::uint16_t,
-                                            std::int32_t, std::uint32_t, std::int64_t, std::uint64_t, f16, bf16,
-                                            float, double>>;
+using file_element_t =
+    std::tuple_element_t<static_cast<std::size_t>(D),
+                         std::tuple<std::uint8_t, std::uint8_t, std::int8_t, std::int16_t, std::uint16_t, std::int32_t,
+                                    std::uint32_t, std::int64_t, std::uint64_t, f16, bf16, float, double>>;
 
 // Whether every value of file type D is exactly a value of T.
 template <file_dtype D, class T>
 consteval bool converts_exactly() {
   using From = file_element_t<D>;
-  if constexpr (D == file_dtype::boolean || std::is_same_v<T, bool>) return D == file_dtype::boolean && std::is_same_v<T, bool>;
+  if constexpr (D == file_dtype::boolean || std::is_same_v<T, bool>)
+    return D == file_dtype::boolean && std::is_same_v<T, bool>;
   else {
     using F = std::numeric_limits<From>;
     using To = std::numeric_limits<T>;
     if constexpr (std::is_same_v<From, T>) return true;
     else if constexpr (F::is_integer && To::is_integer)
-      return std::intmax_t(To::min()) <= std::intmax_t(F::min()) && std::uintmax_t(To::max()) >= std::uintmax_t(F::max());
+      return std::intmax_t(To::min()) <= std::intmax_t(F::min()) &&
+             std::uintmax_t(To::max()) >= std::uintmax_t(F::max());
     else if constexpr (F::is_integer) return F::digits <= To::digits;
     else
       return !To::is_integer && F::digits <= To::digits && F::max_exponent <= To::max_exponent &&
@@ -87,27 +91,18 @@ consteval bool converts_exactly() {
   }
 }
 
-// Calls f(std::integral_constant<file_dtype, d>{}) for the runtime value d.
+// f(std::integral_constant<file_dtype, d>{}) for the runtime value d: one instantiation per file type.
+template <class F, std::size_t... I>
+auto visit_file_dtype(file_dtype d, F&& f, std::index_sequence<I...>) {
+  decltype(f(std::integral_constant<file_dtype, file_dtype::boolean>{})) result{};
+  (void)((static_cast<std::size_t>(d) == I &&
+          (result = f(std::integral_constant<file_dtype, file_dtype(I)>{}), true)) ||
+         ...);
+  return result;
+}
 template <class F>
-decltype(auto) visit_file_dtype(file_dtype d, F&& f) {
-  switch (d) {
-#define TENFOLD_IO_DTYPE_CASE(x) \
-  case file_dtype::x: return f(std::integral_constant<file_dtype, file_dtype::x>{});
-    TENFOLD_IO_DTYPE_CASE(boolean)
-    TENFOLD_IO_DTYPE_CASE(u8)
-    TENFOLD_IO_DTYPE_CASE(i8)
-    TENFOLD_IO_DTYPE_CASE(i16)
-    TENFOLD_IO_DTYPE_CASE(u16)
-    TENFOLD_IO_DTYPE_CASE(i32)
-    TENFOLD_IO_DTYPE_CASE(u32)
-    TENFOLD_IO_DTYPE_CASE(i64)
-    TENFOLD_IO_DTYPE_CASE(u64)
-    TENFOLD_IO_DTYPE_CASE(f16)
-    TENFOLD_IO_DTYPE_CASE(bf16)
-    TENFOLD_IO_DTYPE_CASE(f32)
-#undef TENFOLD_IO_DTYPE_CASE
-  default: return f(std::integral_constant<file_dtype, file_dtype::f64>{});
-  }
+auto visit_file_dtype(file_dtype d, F&& f) {
+  return visit_file_dtype(d, f, std::make_index_sequence<std::size(file_dtypes)>{});
 }
 
 template <class T>

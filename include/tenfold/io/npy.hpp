@@ -102,9 +102,7 @@ class npy_header_parser {
  private:
   [[noreturn]] void fail(const std::string& what) const { file_fail(npy_who, file_, what); }
   [[noreturn]] void twice(std::string_view key) const { fail("key '" + std::string(key) + "' twice in the header"); }
-  std::string at(const std::string& what) const {
-    return tenfold::detail::message(what, " (header byte ", pos_, ")");
-  }
+  std::string at(const std::string& what) const { return tenfold::detail::message(what, " (header byte ", pos_, ")"); }
 
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   bool eat(char c) {
@@ -203,8 +201,8 @@ void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S
   std::uint64_t header_len = byte(8) | byte(9) << 8;
   if (major > 1) header_len |= std::uint64_t(byte(10)) << 16 | std::uint64_t(byte(11)) << 24;
   if (header_len > b.size() - prefix)
-    fail(tenfold::detail::message("header length ", header_len, " runs past the end of the file (",
-                                  b.size() - prefix, " bytes follow it)"));
+    fail(tenfold::detail::message("header length ", header_len, " runs past the end of the file (", b.size() - prefix,
+                                  " bytes follow it)"));
   const std::string_view text(reinterpret_cast<const char*>(b.data() + prefix), static_cast<std::size_t>(header_len));
   const npy_header h = npy_header_parser(file, text).parse();
 
@@ -215,8 +213,7 @@ void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S
       fail("shape " + npy_shape_string(h.shape) + " of '" + descr + "' overflows: more than 2^64 bytes");
   bool same = h.shape.size() == std::size_t(S::rank);
   for (std::size_t i = 0; same && i < h.shape.size(); ++i) same = h.shape[i] == std::uint64_t(S::dims[i]);
-  if (!same)
-    fail("shape " + npy_shape_string(h.shape) + " in the file, expected " + npy_shape_string(S::dims));
+  if (!same) fail("shape " + npy_shape_string(h.shape) + " in the file, expected " + npy_shape_string(S::dims));
   if (!converts_exactly<T>(h.dtype)) {
     const auto own = info(file_dtype_of<T>());
     std::string exact;
@@ -271,7 +268,15 @@ void save_npy(const std::string& path, const Tensor<T, S>& t) {
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
   header += '\n';
   const auto len = static_cast<std::uint16_t>(header.size()); // at most ~1 KiB for 8 axes
-  const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(len & 0xff),
+  const unsigned char prefix[10] = {0x93,
+                                    'N',
+                                    'U',
+                                    'M',
+                                    'P',
+                                    'Y',
+                                    1,
+                                    0,
+                                    static_cast<unsigned char>(len & 0xff),
                                     static_cast<unsigned char>(len >> 8)};
   detail::atomic_file_writer out(detail::npy_who, path);
   out.add(prefix, sizeof prefix);

@@ -222,8 +222,9 @@ class safetensors_file {
       covered = t.end;
     }
     if (covered > buffer)
-      fail(tenfold::detail::message("tensor '", tensors_.back().name, "' runs past the end of the file: its data ends at ",
-                                    covered, ", the data buffer has ", buffer, " bytes"));
+      fail(tenfold::detail::message("tensor '", tensors_.back().name,
+                                    "' runs past the end of the file: its data ends at ", covered,
+                                    ", the data buffer has ", buffer, " bytes"));
     if (covered < buffer)
       fail(tenfold::detail::message("trailing bytes: the data buffer has ", buffer, " bytes, the tensors cover ",
                                     covered));
@@ -242,7 +243,8 @@ class safetensors_file {
   }
 
   detail::safetensors_entry read_entry(const std::string& name, const nlohmann::json& value) const {
-    if (!value.is_object()) fail_tensor(name, tenfold::detail::message("its entry is ", detail::json_kind(value), ", not an object"));
+    if (!value.is_object())
+      fail_tensor(name, tenfold::detail::message("its entry is ", detail::json_kind(value), ", not an object"));
     for (const auto& [key, v] : value.items())
       if (key != "dtype" && key != "shape" && key != "data_offsets")
         fail_tensor(name, "unknown key '" + key + "' (a tensor has dtype, shape and data_offsets)");
@@ -250,20 +252,23 @@ class safetensors_file {
       if (!value.contains(key)) fail_tensor(name, tenfold::detail::message("no ", key));
 
     const auto& dtype = value["dtype"];
-    if (!dtype.is_string()) fail_tensor(name, tenfold::detail::message("dtype is ", detail::json_kind(dtype), ", not a string"));
+    if (!dtype.is_string())
+      fail_tensor(name, tenfold::detail::message("dtype is ", detail::json_kind(dtype), ", not a string"));
     const auto d = detail::safetensors_dtype(dtype.get<std::string>());
     if (!d)
       fail_tensor(name, "unknown dtype '" + dtype.get<std::string>() +
-          "' (known: BOOL, U8, I8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64)");
+                            "' (known: BOOL, U8, I8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64)");
 
     detail::safetensors_entry e{name, *d, {}, 0, 0};
     const auto& shape = value["shape"];
-    if (!shape.is_array()) fail_tensor(name, tenfold::detail::message("shape is ", detail::json_kind(shape), ", not an array"));
+    if (!shape.is_array())
+      fail_tensor(name, tenfold::detail::message("shape is ", detail::json_kind(shape), ", not an array"));
     std::uint64_t bytes = detail::info(*d).bytes;
     bool overflow = false;
     for (const auto& x : shape) {
       if (!x.is_number_unsigned())
-        fail_tensor(name, tenfold::detail::message("shape holds ", detail::json_kind(x), ", not a non-negative integer"));
+        fail_tensor(name,
+                    tenfold::detail::message("shape holds ", detail::json_kind(x), ", not a non-negative integer"));
       e.shape.push_back(x.get<std::uint64_t>());
       overflow = overflow || __builtin_mul_overflow(bytes, e.shape.back(), &bytes);
     }
@@ -277,15 +282,15 @@ class safetensors_file {
       fail_tensor(name, tenfold::detail::message("data_offsets [", e.begin, ", ", e.end, "] end before they begin"));
     if (e.end - e.begin != bytes)
       fail_tensor(name, tenfold::detail::message("data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin,
-                                   " bytes, its shape ", detail::shape_string(e.shape), " of ", dtype.get<std::string>(),
-                                   " needs ", bytes));
+                                                 " bytes, its shape ", detail::shape_string(e.shape), " of ",
+                                                 dtype.get<std::string>(), " needs ", bytes));
     return e;
   }
 
   std::string file_;
   std::shared_ptr<const detail::mapped_file> map_; // empty for from_bytes
-  std::span<const std::byte> data_;                 // the data buffer
-  std::vector<detail::safetensors_entry> tensors_;  // by data offset
+  std::span<const std::byte> data_;                // the data buffer
+  std::vector<detail::safetensors_entry> tensors_; // by data offset
   std::map<std::string, std::size_t, std::less<>> index_;
   std::map<std::string, std::string> metadata_;
 };
