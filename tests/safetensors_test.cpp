@@ -273,6 +273,8 @@ TEST_CASE("safetensors: every validation error names the file and the problem", 
   const std::string missing = (temp_dir() / "does_not_exist").string();
   CHECK_THROWS_WITH(io::safetensors_file(missing), Contains(missing + ": cannot open: No such file or directory"));
 
+  CHECK(io::safetensors_file(write_file("null_metadata", st_file(R"({"__metadata__":null})"))).metadata().empty());
+
   // Zero-sized tensors take no bytes, anywhere in the buffer; the reference reader allows them too.
   const std::string zero =
       st_file("{\"z\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[8,8]},\"a\":{" + f32_2 +

@@ -233,6 +233,7 @@ class safetensors_file {
   }
 
   void read_metadata(const nlohmann::json& value) {
+    if (value.is_null()) return; // the reference reader takes null for no metadata
     if (!value.is_object())
       fail(tenfold::detail::message("__metadata__ is ", detail::json_kind(value), ", not an object of strings"));
     for (const auto& [key, v] : value.items()) {
