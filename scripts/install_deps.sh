@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tenfold needs from Debian 12's packages: the one list of dependencies, in three groups.
 #   lib    the library itself: xsimd, Boost.Hana (headers only)
-#   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, Clang (the
-#          consumer test that a user's -Wall -Wextra -Werror build sees no warning from tenfold's
-#          headers) and GNU time (CI prints each example's peak compiler memory)
+#   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, zlib and
+#          nlohmann-json (io/'s gzip'd IDX and safetensors headers), Clang (the consumer test that a
+#          user's -Wall -Wextra -Werror build sees no warning from tenfold's headers; libFuzzer) and
+#          GNU time (CI prints each example's peak compiler memory)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -29,6 +30,7 @@ requirements=(
   "test  ninja-build      has_command ninja"
   "test  catch2           has_header catch2/catch.hpp"
   "test  zlib1g-dev       has_header zlib.h"
+  "test  nlohmann-json3-dev has_header nlohmann/json.hpp"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
