@@ -4,7 +4,8 @@
 #   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, zlib and
 #          nlohmann-json (io/'s gzip'd IDX and safetensors headers), Clang (the consumer test that a
 #          user's -Wall -Wextra -Werror build sees no warning from tenfold's headers; libFuzzer) and
-#          GNU time (CI prints each example's peak compiler memory)
+#          GNU time (CI prints each example's peak compiler memory); for examples/fashion_mnist, stb
+#          (its PNG chart) and the Fashion-MNIST data (dataset-fashion-mnist, 30 MB of gzip'd IDX files)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -31,6 +32,8 @@ requirements=(
   "test  catch2           has_header catch2/catch.hpp"
   "test  zlib1g-dev       has_header zlib.h"
   "test  nlohmann-json3-dev has_header nlohmann/json.hpp"
+  "test  libstb-dev       has_header stb/stb_image_write.h"
+  "test  dataset-fashion-mnist has_data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
@@ -62,6 +65,7 @@ find_header() { # prints the first include directory that has $1
 has_header() { find_header "$1" >/dev/null; }
 has_command() { command -v "$1" >/dev/null; }
 has_file() { [[ -x $1 ]]; }
+has_data() { [[ -f $1 ]]; }
 # Boost.Hana from any Boost >= 1.74 (CMakeLists.txt: find_package(Boost 1.74)).
 has_hana() {
   local d version

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the dependencies (if missing), builds one example in Release and runs it.
-#   scripts/run_example.sh [example, default: transformer_block (the flagship)] [arguments for the example...]
+#   scripts/run_example.sh [example, default: fashion_mnist (the flagship: trains a CNN)] [arguments for the example...]
 # Uses the same build directory as scripts/test.sh (TENFOLD_BUILD_DIR, default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --if-missing lib test # not the bench group: the benchmarks are not built here
 
-example=${1:-transformer_block}
+example=${1:-fashion_mnist}
 shift || true
 build=${TENFOLD_BUILD_DIR:-build}
 first_time=()

@@ -180,6 +180,11 @@ struct scatter_plan {
     }
     return out;
   }();
+  static constexpr bool merges = [] {
+    for (int p = 0; p < RT; ++p)
+      if (run(p)[RG] > 1) return true;
+    return false;
+  }();
   static constexpr bool identity_perm = [] {
     for (int i = 0; i < kept; ++i)
       if (perm[i] != i) return false;
@@ -229,10 +234,16 @@ auto scatter_linear(X&& g) {
   auto merged = [&] {
     using Spans = shape_from<P::span_dims()>;
     if constexpr (P::identity_perm) return reshape_to<Spans>(std::move(reduced));
-    else
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return reshape_to<Spans>(permute<P::perm[I]...>(reshape<P::kept_dims[I]...>(std::move(reduced))));
+    else {
+      auto permuted = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return permute<P::perm[I]...>(reshape<P::kept_dims[I]...>(std::move(reduced)));
       }(std::make_index_sequence<std::size_t(P::kept)>{});
+      // Runs merged across a permutation (the windows of a pool): the permuted g is computed into a
+      // buffer in the target's order (the permutation folds into the strides of the leaves it reads),
+      // so that merging the runs is a reshape of memory, not an index map evaluated element by element.
+      if constexpr (P::merges) return let(std::move(permuted), [](const auto& v) { return reshape_to<Spans>(v); });
+      else return reshape_to<Spans>(std::move(permuted));
+    }
   }();
   if constexpr (!P::padded) return merged;
   else
@@ -273,7 +284,10 @@ struct leaf_read_of {
 };
 template <class To, class L, class X>
 auto leaf_adjoint(X&& g) {
-  return scatter_linear<To, leaf_read_of<To, L>>(std::forward<X>(g));
+  using G = typename L::shape_type;
+  if constexpr (L::offset == 0 && G::size == To::size && L::strides == detail::canon(strides_of<G>))
+    return reshape_to<To>(std::forward<X>(g)); // a reshape of the target (a flatten merges axes)
+  else return scatter_linear<To, leaf_read_of<To, L>>(std::forward<X>(g));
 }
 
 // A view of a node: the adjoint of its index map.
@@ -340,23 +354,36 @@ auto conv_weight_adjoint(const Xn& x, const G& g) {
   static_assert(f.groups == 1, "tenfold::value_and_grad: the weight gradient of a grouped convolution is not built yet");
   constexpr index_t B = N::N, C = N::C, OC = N::OC, OH = N::OH, OW = N::OW, KH = N::KH, KW = N::KW;
   using L = std::conditional_t<N::nhwc, nhwc_t, nchw_t>;
-  auto padded = [&] {
-    if constexpr (f.pad_h == 0 && f.pad_w == 0) return detail::as_node(x);
-    else {
-      if constexpr (N::nhwc) return pad<0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w, 0, 0>(x, 0);
-      else return pad<0, 0, 0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w>(x, 0);
+  // The windows are gathered into a buffer in the GEMM's order (a let: the permutation folds into the
+  // reads), so that the matrix is a reshape of memory rather than an index map evaluated per element;
+  // a padded input is padded into a buffer first, so that its windows are strides too.
+  auto product = [g](const auto& xp) {
+    constexpr conv_geometry geo = N::geometry;
+    auto win = detail::windows_of<L, OH, OW, hw{KH, KW}, hw{geo.stride_h, geo.stride_w}, hw{geo.dil_h, geo.dil_w}>(xp);
+    if constexpr (!N::nhwc) { // win [B, C, OH, OW, KH, KW]
+      return let(permute<0, 2, 3, 1, 4, 5>(std::move(win)), [g](const auto& w) {
+        auto cols = reshape<B * OH * OW, C * KH * KW>(w);
+        auto rows = reshape<OC, B * OH * OW>(permute<1, 0, 2, 3>(g));
+        return reshape<OC, C, KH, KW>(matmul(std::move(rows), std::move(cols)));
+      });
+    } else { // win [B, OH, OW, C, KH, KW]
+      return let(permute<0, 1, 2, 4, 5, 3>(std::move(win)), [g](const auto& w) {
+        auto cols = reshape<B * OH * OW, KH * KW * C>(w);
+        return reshape<KH, KW, C, OC>(matmul(transpose(std::move(cols)), reshape<B * OH * OW, OC>(g)));
+      });
     }
-  }();
-  auto win = detail::windows_of<L, OH, OW, hw{KH, KW}, hw{f.stride_h, f.stride_w}, hw{f.dil_h, f.dil_w}>(std::move(padded));
-  if constexpr (!N::nhwc) { // win [B, C, OH, OW, KH, KW]
-    auto cols = reshape<B * OH * OW, C * KH * KW>(permute<0, 2, 3, 1, 4, 5>(std::move(win)));
-    auto rows = reshape<OC, B * OH * OW>(permute<1, 0, 2, 3>(g));
-    return reshape<OC, C, KH, KW>(matmul(std::move(rows), std::move(cols)));
-  } else { // win [B, OH, OW, C, KH, KW]
-    auto cols = reshape<B * OH * OW, KH * KW * C>(permute<0, 1, 2, 4, 5, 3>(std::move(win)));
-    return reshape<KH, KW, C, OC>(matmul(transpose(std::move(cols)), reshape<B * OH * OW, OC>(g)));
-  }
+  };
+  if constexpr (f.pad_h == 0 && f.pad_w == 0 && detail::is_leaf_v<Xn>) return product(x);
+  else if constexpr (f.pad_h == 0 && f.pad_w == 0) return let(x, product);
+  else if constexpr (N::nhwc) return let(pad<0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w, 0, 0>(x, 0), product);
+  else return let(pad<0, 0, 0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w>(x, 0), product);
 }
+
+// A view through a linear map (windows) of a value that is not in memory.
+template <class N>
+inline constexpr bool windowed_value = false;
+template <class M, class C>
+inline constexpr bool windowed_value<detail::view_node<M, C>> = requires { M::coef; } && !detail::is_leaf_v<C>;
 
 // ---- the chain rule ------------------------------------------------------------------------------------
 // The gradient of the target given g, the gradient of the value of n: an expression of the target's
@@ -428,8 +455,12 @@ auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_se
       else return gradient<Target>(std::get<I>(c), local);
     }
   };
+  constexpr int dependent = (0 + ... + int(depends<Target, C>()));
   if constexpr (!ops::has_vjp<Op>) return op_without_derivative<Op>{};
-  else return plus_all(one.template operator()<K>()...);
+  else if constexpr (dependent > 1 && detail::costly<G>()) {
+    // g is read by more than one child's gradient: bound once, so that it is not computed twice.
+    return let(g, [&n](const auto& gv) { return map_gradient<Target>(n, gv, std::index_sequence<K...>{}); });
+  } else return plus_all(one.template operator()<K>()...);
 }
 
 template <class Target, class N, class G>
@@ -441,8 +472,20 @@ auto gradient(const N& n, const G& g) {
     return map_gradient<Target>(n, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
   else if constexpr (detail::is_reduce_node_v<N>) {
     using Op = typename N::op_type;
+    using A = std::remove_cvref_t<decltype(n.arg)>;
     if constexpr (!ops::has_vjp<Op>) return op_without_derivative<Op>{};
-    else {
+    else if constexpr (windowed_value<A>) {
+      // A reduction over the windows of a computed value (a pool of relu(x)): the value is bound into
+      // a buffer first, so that the windows, the recomputed result and the scatter back read memory
+      // through strides rather than the value's expression through the window map, element by element.
+      using M = typename A::map_type;
+      const auto gc = let(n.arg.arg, [n, g](const auto& c) {
+        auto xw = detail::apply_view<M>(c);
+        const auto y = n.with_children(std::tuple{xw});
+        return view_adjoint<M>(Op::vjp(xw, unreduce<N>(y), unreduce<N>(g), reduction_context<N>{}));
+      });
+      return gradient<Target>(n.arg.arg, gc);
+    } else {
       const auto yb = unreduce<N>(n);
       const auto gb = unreduce<N>(g);
       return gradient<Target>(n.arg, Op::vjp(n.arg, yb, gb, reduction_context<N>{}));
@@ -472,6 +515,9 @@ auto gradient(const N& n, const G& g) {
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {
       return slice<range<N::pads[2 * I], N::pads[2 * I] + In::dims[I]>...>(g);
     }(std::make_index_sequence<std::size_t(In::rank)>{}));
+  } else if constexpr (detail::is_let_node_v<N> && detail::costly<G>() && depends<Target, typename N::value_node>()) {
+    // g is read twice below (through the body and through the value): bound once.
+    return let(g, [&n](const auto& gv) { return gradient<Target>(n, gv); });
   } else if constexpr (detail::is_let_node_v<N>) {
     using P = slot_target<typename N::tag_type, typename N::value_node::shape_type>;
     auto through_body = gradient<Target>(n.body, g);

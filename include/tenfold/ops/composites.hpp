@@ -123,6 +123,46 @@ auto batch_norm(X&& x, M&& running_mean, V&& running_var, G&& gamma, B&& beta, f
 }
 
 namespace detail {
+// axes<every axis of a rank-R tensor but A>
+template <int R, int A, std::size_t... I>
+constexpr auto axes_but(std::index_sequence<I...>) {
+  return axes<(int(I) < A ? int(I) : int(I) + 1)...>;
+}
+template <class S, int A>
+inline constexpr auto other_axes = axes_but<S::rank, (A < 0 ? A + S::rank : A)>(std::make_index_sequence<std::size_t(S::rank - 1)>{});
+} // namespace detail
+
+// Batch normalisation in its training form: each channel normalised with the mean and the biased
+// variance of its values over every other axis (the batch and the spatial positions), then scaled by
+// gamma and shifted by beta. The running averages are the caller's state: batch_statistics gives the
+// batch's mean and unbiased variance per channel (PyTorch: running = (1 - momentum) running + momentum
+// batch, momentum 0.1).
+template <int A = 1, expression X, expression G, expression B>
+auto batch_norm_train(X&& xs, G&& gamma, B&& beta, float eps = 1e-5f, axes_t<A> = {}) {
+  using S = detail::shape_of_t<X>;
+  static_assert(S::rank >= 2, "tenfold::batch_norm_train: the input needs a batch and a channel axis");
+  constexpr bool ok = detail::per_channel<S, A, G, B>();
+  static_assert(ok, "tenfold::batch_norm_train: gamma and beta must be vectors with one value per channel");
+  if constexpr (!ok) return detail::invalid_view{};
+  else {
+    auto g = detail::along_channels<S, A>(std::forward<G>(gamma));
+    auto b = detail::along_channels<S, A>(std::forward<B>(beta));
+    return detail::shared(std::forward<X>(xs), [g, b, eps](const auto& x) {
+      constexpr auto ax = detail::other_axes<S, A>;
+      auto centered = x - mean(x, ax, keepdims);
+      return centered * rsqrt(mean(square(centered), ax, keepdims) + eps) * g + b;
+    });
+  }
+}
+// The batch mean and unbiased variance per channel ([C] each) that batch_norm_train normalises with.
+template <int A = 1, expression X>
+auto batch_statistics(const X& x, axes_t<A> = {}) {
+  using S = detail::shape_of_t<X>;
+  constexpr auto ax = detail::other_axes<S, A>;
+  return std::pair{mean(x, ax), var(x, ax)};
+}
+
+namespace detail {
 // one_hot(labels) for C classes, as a bool expression [.., C]: eq(labels[..., None], arange(C)).
 template <index_t C, expression L>
 auto one_hot_mask(L&& labels) {

@@ -1,0 +1,114 @@
+#pragma once
+// Optimizers as state updates: each update reads a parameter, its gradient and its moments and writes
+// them back, as tenfold assignments (so any backend runs them). The moments are tensors of the
+// parameter's shape that the caller keeps beside it (optimizer state, like the parameters themselves);
+// nothing is allocated per step. Hyper-parameters follow PyTorch's torch.optim:
+//   sgd:   v = momentum v + (g + wd p) [dampening 0];  p -= lr (nesterov ? g + wd p + momentum v : v)
+//   adam:  g += wd p (L2); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+//          p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//   adamw: as adam, but the decay is decoupled: p *= 1 - lr wd first, and g is not changed.
+// Learning-rate schedules are plain functions of the step (the rate is a run-time scalar of the update).
+#include <cmath>
+#include <numbers>
+
+#include "tenfold/core/tensor.hpp"
+#include "tenfold/ops/api.hpp"
+
+namespace tenfold::optim {
+
+// Moments of one parameter, zero at the start.
+template <class T, class S>
+struct moments {
+  Tensor<T, S> m, v;
+  moments() {
+    std::fill(m.begin(), m.end(), T(0));
+    std::fill(v.begin(), v.end(), T(0));
+  }
+};
+
+struct adam_options {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  bool decoupled = false; // AdamW
+};
+
+// Adam / AdamW. Call begin_step() once per step (it advances the bias correction), then update() for
+// every parameter with its gradient (a tensor: it is read twice).
+class adam {
+ public:
+  adam_options options;
+  explicit adam(adam_options o = {}) : options(o) {}
+  long step() const { return step_; }
+  void begin_step(float lr) {
+    ++step_;
+    lr_ = lr;
+    bias1_ = 1.0f - float(std::pow(double(options.beta1), double(step_)));
+    bias2_ = 1.0f - float(std::pow(double(options.beta2), double(step_)));
+  }
+  void begin_step() { begin_step(options.lr); }
+
+  template <class T, class S, class G>
+  void update(Tensor<T, S>& p, moments<T, S>& s, const G& grad) const {
+    static_assert(std::is_same_v<detail::shape_of_t<G>, S>, "tenfold::optim::adam: the gradient must have the parameter's shape");
+    const T b1 = options.beta1, b2 = options.beta2, wd = options.weight_decay;
+    if (options.decoupled || wd == 0) {
+      if (options.decoupled && wd != 0) p = p * T(1 - lr_ * wd);
+      s.m = s.m * b1 + grad * T(1 - b1);
+      s.v = s.v * b2 + square(grad) * T(1 - b2);
+    } else {
+      s.m = s.m * b1 + (grad + p * wd) * T(1 - b1);
+      s.v = s.v * b2 + square(grad + p * wd) * T(1 - b2);
+    }
+    p = p - s.m * T(lr_ / bias1_) / (sqrt(s.v) * T(1 / std::sqrt(bias2_)) + T(options.eps));
+  }
+
+ private:
+  long step_ = 0;
+  float lr_ = 0, bias1_ = 1, bias2_ = 1;
+};
+
+struct sgd_options {
+  float lr = 1e-2f, momentum = 0.0f, weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+// SGD with momentum (PyTorch's form: the first step's buffer is the gradient itself), Nesterov and L2
+// weight decay. The velocity buffer is `s.m` (`s.v` is unused).
+class sgd {
+ public:
+  sgd_options options;
+  explicit sgd(sgd_options o = {}) : options(o) {}
+  void begin_step(float lr) { lr_ = lr, ++step_; }
+  void begin_step() { begin_step(options.lr); }
+
+  template <class T, class S, class G>
+  void update(Tensor<T, S>& p, moments<T, S>& s, const G& grad) const {
+    static_assert(std::is_same_v<detail::shape_of_t<G>, S>, "tenfold::optim::sgd: the gradient must have the parameter's shape");
+    const T mu = options.momentum, wd = options.weight_decay, lr = lr_;
+    if (mu == 0) {
+      p = p - (grad + p * wd) * lr;
+      return;
+    }
+    if (step_ == 1) s.m = grad + p * wd;
+    else s.m = s.m * mu + grad + p * wd;
+    if (options.nesterov) p = p - (grad + p * wd + s.m * mu) * lr;
+    else p = p - s.m * lr;
+  }
+
+ private:
+  long step_ = 0;
+  float lr_ = 0;
+};
+
+// Learning-rate schedules: the rate at step t (from 0) of `total`.
+// Linear warm-up over `warmup` steps, then cosine decay to `floor` (as timm's / PyTorch's
+// CosineAnnealingLR after LinearLR).
+inline float cosine_lr(long t, long total, float base, long warmup = 0, float floor = 0.0f) {
+  if (t < warmup) return base * float(t + 1) / float(warmup);
+  const double progress = total > warmup ? double(t - warmup) / double(total - warmup) : 1.0;
+  return floor + (base - floor) * float(0.5 * (1 + std::cos(std::numbers::pi * std::min(progress, 1.0))));
+}
+// Step decay: base * gamma^(t / every).
+inline float step_lr(long t, float base, long every, float gamma) {
+  return base * float(std::pow(double(gamma), double(t / every)));
+}
+} // namespace tenfold::optim
