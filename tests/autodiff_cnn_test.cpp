@@ -235,3 +235,51 @@ TEST_CASE("Adam, AdamW and SGD follow their update rules", "[optim]") {
   CHECK(optim::cosine_lr(55, 100, 1.0f, 10) == Approx(0.5));
   CHECK(optim::cosine_lr(100, 100, 1.0f, 10, 0.01f) == Approx(0.01));
 }
+
+TEST_CASE("losses: label smoothing and binary cross-entropy with logits, values and gradients", "[autodiff][losses]") {
+  Tensor<double, shape<3, 4>> z;
+  fill(z, 21, -3, 3);
+  const Tensor<std::int64_t, shape<3>> labels{3, 0, 2};
+  const double eps = 0.1;
+  // closed forms: smoothed CE = mean_n [ -(1-eps) lp[label] - eps/C sum_c lp ]; d/dz = softmax - target
+  auto [l, dz] = value_and_grad([&](const auto& z_) { return cross_entropy(z_, labels, float(eps)); }, z);
+  const Tensor<double> lv = l;
+  const Tensor<double, shape<3, 4>> gz = dz;
+  ld want = 0;
+  for (index_t n = 0; n < 3; ++n) {
+    ld top = -1e300L, se = 0;
+    for (index_t c = 0; c < 4; ++c) top = std::max<ld>(top, z(n, c));
+    for (index_t c = 0; c < 4; ++c) se += std::exp(ld(z(n, c)) - top);
+    for (index_t c = 0; c < 4; ++c) {
+      const ld lp = ld(z(n, c)) - top - std::log(se);
+      const ld target = (c == labels(n) ? 1 - ld(float(eps)) : 0) + ld(float(eps)) / 4;
+      want -= target * lp / 3;
+      CHECK(gz(n, c) == Approx(double((std::exp(lp) - target) / 3)).epsilon(1e-6));
+    }
+  }
+  CHECK(lv() == Approx(double(want)).epsilon(1e-6));
+
+  Tensor<double, shape<2, 5>> x, y;
+  fill(x, 22, -30, 30); // large logits: the stable form must not overflow
+  fill(y, 23, 0, 1);
+  auto [b, dx] = value_and_grad([&](const auto& x_) { return binary_cross_entropy_with_logits(x_, y); }, x);
+  const Tensor<double> bv = b;
+  const Tensor<double, shape<2, 5>> gx = dx;
+  ld bw = 0;
+  for (index_t i = 0; i < 10; ++i) {
+    const ld xi = x.data()[i], yi = y.data()[i], sig = 1 / (1 + std::exp(-xi));
+    bw += -(yi * std::log(sig) + (1 - yi) * std::log1p(-sig)) / 10;
+    CHECK(gx.data()[i] == Approx(double((sig - yi) / 10)).epsilon(1e-9).margin(1e-15));
+  }
+  CHECK(bv() == Approx(double(bw)).epsilon(1e-9));
+}
+
+TEST_CASE("clipping by global norm", "[optim]") {
+  Tensor<double, shape<2>> a{3, 0};
+  Tensor<double, shape<1, 1>> b{4};
+  CHECK(optim::clip_grad_norm(10.0, a, b) == Approx(5.0)); // under the limit: unchanged
+  CHECK(a(0) == 3.0);
+  CHECK(optim::clip_grad_norm(1.0, a, b) == Approx(5.0));
+  CHECK(a(0) == Approx(0.6 * 5 / (5 + 1e-6)));
+  CHECK(b(0, 0) == Approx(0.8 * 5 / (5 + 1e-6)));
+}

@@ -18,6 +18,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -98,10 +101,25 @@ struct optimizer_state {
   optim::moments<float, shape<classes>> b4;
 };
 
-// One training step's tensors: the saved stage outputs and the gradients (held between steps, so a
-// step allocates nothing).
+// One training step's tensors: the saved stage outputs and the gradients, held between steps; every
+// expression of a step is evaluated in one arena whose size is a compile-time constant (each
+// assignment checks its own plan against it at compile time), so a step allocates nothing.
 template <index_t B>
 struct trainer {
+  // The largest plan among the step's expressions (they run one after another, so this is the step's
+  // lower bound): conv2's weight gradient, which pads its input [B, 16, 16, C1] and gathers the windows
+  // [B, 14, 14, 3, 3, C1] in the GEMM's order. set() checks every expression's plan against it.
+  static constexpr index_t arena_bytes = index_t(sizeof(float)) * B * (16 * 16 * C1 + 14 * 14 * 9 * C1);
+  struct aligned_free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
+  template <class D, class E>
+  void set(D& dst, E&& e) {
+    static_assert(eval_arena_bytes<D, E> <= arena_bytes, "trainer::arena_bytes is too small for this expression");
+    eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+  }
+
   Tensor<float, shape<B, 28, 28, C1>> a1, ga1, r1, gr1;
   Tensor<float, shape<B, 14, 14, C1>> p1, gp1;
   Tensor<float, shape<B, 14, 14, C2>> a2, ga2, r2, gr2;
@@ -121,40 +139,40 @@ struct trainer {
   float step(parameters& p, optimizer_state& s, optim::adam& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
              const Tensor<std::int64_t, shape<B>>& labels, rng& dropout_rng) {
     // forward, keeping each stage's output
-    a1 = conv1(x, p.w1);
-    r1 = bn_relu(a1, p.g1, p.b1);
-    p1 = pool(r1);
-    a2 = conv2(p1, p.w2);
-    r2 = bn_relu(a2, p.g2, p.b2);
-    p2 = pool(r2);
-    h = dense1<B>(p2, p.w3, p.b3);
+    set(a1, conv1(x, p.w1));
+    set(r1, bn_relu(a1, p.g1, p.b1));
+    set(p1, pool(r1));
+    set(a2, conv2(p1, p.w2));
+    set(r2, bn_relu(a2, p.g2, p.b2));
+    set(p2, pool(r2));
+    set(h, dense1<B>(p2, p.w3, p.b3));
     const float keep = 1.0f - dropout_p;
-    mask = where(bernoulli<shape<B, hidden>>(dropout_rng, keep), 1.0f / keep, 0.0f);
+    set(mask, where(bernoulli<shape<B, hidden>>(dropout_rng, keep), 1.0f / keep, 0.0f));
     // backward, stage by stage
     auto [l, dh, dw4, db4] = value_and_grad([&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels); },
                                             h, p.w4, p.b4);
-    loss = l, gh = dh, gw4 = dw4, gb4 = db4;
+    set(loss, l), set(gh, dh), set(gw4, dw4), set(gb4, db4);
     auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
-    gp2 = dp2, gw3 = dw3, gb3 = db3;
+    set(gp2, dp2), set(gw3, dw3), set(gb3, db3);
     auto [dr2] = vjp(pool, gp2, r2);
-    gr2 = dr2;
+    set(gr2, dr2);
     auto [da2, dg2, db2] = vjp(bn_relu, gr2, a2, p.g2, p.b2);
-    ga2 = da2, gg2 = dg2, gb2 = db2;
+    set(ga2, da2), set(gg2, dg2), set(gb2, db2);
     auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
-    gp1 = dp1, gw2 = dw2;
+    set(gp1, dp1), set(gw2, dw2);
     auto [dr1] = vjp(pool, gp1, r1);
-    gr1 = dr1;
+    set(gr1, dr1);
     auto [da1, dg1, db1] = vjp(bn_relu, gr1, a1, p.g1, p.b1);
-    ga1 = da1, gg1 = dg1, gb1 = db1;
+    set(ga1, da1), set(gg1, dg1), set(gb1, db1);
     auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
-    gw1 = dw1;
+    set(gw1, dw1);
     // batch norm's running statistics
     auto [m1, v1] = batch_statistics<-1>(a1);
-    bm1 = m1, bv1 = v1;
-    p.mean1 = p.mean1 * (1 - bn_momentum) + bm1 * bn_momentum, p.var1 = p.var1 * (1 - bn_momentum) + bv1 * bn_momentum;
+    set(bm1, m1), set(bv1, v1);
+    set(p.mean1, p.mean1 * (1 - bn_momentum) + bm1 * bn_momentum), set(p.var1, p.var1 * (1 - bn_momentum) + bv1 * bn_momentum);
     auto [m2, v2] = batch_statistics<-1>(a2);
-    bm2 = m2, bv2 = v2;
-    p.mean2 = p.mean2 * (1 - bn_momentum) + bm2 * bn_momentum, p.var2 = p.var2 * (1 - bn_momentum) + bv2 * bn_momentum;
+    set(bm2, m2), set(bv2, v2);
+    set(p.mean2, p.mean2 * (1 - bn_momentum) + bm2 * bn_momentum), set(p.var2, p.var2 * (1 - bn_momentum) + bv2 * bn_momentum);
     // Adam
     opt.begin_step(lr);
     opt.update(p.w1, s.w1, gw1), opt.update(p.g1, s.g1, gg1), opt.update(p.b1, s.b1, gb1);

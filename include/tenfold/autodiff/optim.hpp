@@ -99,6 +99,28 @@ class sgd {
   float lr_ = 0;
 };
 
+// Clipping by global norm (PyTorch's clip_grad_norm_): the norm of all the gradients together; where it
+// exceeds max_norm every gradient is scaled by max_norm / (norm + 1e-6). Returns the norm before clipping.
+template <class... G>
+double clip_grad_norm(double max_norm, G&... grads) {
+  double squares = 0;
+  auto add = [&squares](auto& g) {
+    using T = typename std::remove_cvref_t<decltype(g)>::value_type;
+    Tensor<T, shape<>> s = sum(square(g));
+    squares += double(s());
+  };
+  (add(grads), ...);
+  const double norm = std::sqrt(squares);
+  if (norm > max_norm) {
+    auto scale = [f = max_norm / (norm + 1e-6)](auto& g) {
+      using T = typename std::remove_cvref_t<decltype(g)>::value_type;
+      g = g * T(f);
+    };
+    (scale(grads), ...);
+  }
+  return norm;
+}
+
 // Learning-rate schedules: the rate at step t (from 0) of `total`.
 // Linear warm-up over `warmup` steps, then cosine decay to `floor` (as timm's / PyTorch's
 // CosineAnnealingLR after LinearLR).

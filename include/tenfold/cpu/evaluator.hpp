@@ -293,6 +293,13 @@ void eval(Dst&& dst, Src&& src) {
   detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }
 
+// The arena bytes eval(dst, src, arena) needs for this destination and expression: a compile-time
+// constant (arena_plan of the expression as the destination sees it).
+template <class Dst, class Src>
+inline constexpr index_t eval_arena_bytes =
+    arena_plan<decltype(detail::expand_to<typename std::remove_const_t<decltype(detail::as_destination(std::declval<Dst&>()))>::shape_type>(
+        detail::as_node(std::declval<Src>())))>::bytes;
+
 // Evaluates src into dst with every materialised buffer placed in `arena` at its planned offset
 // (arena_plan<decltype(src)>): nothing is allocated. The arena must hold arena_plan<...>::bytes and be
 // 64-byte aligned; otherwise tenfold::error says what is wrong and nothing is evaluated.

@@ -186,6 +186,27 @@ auto cross_entropy(X&& logits, L&& labels) {
   return nll_loss(log_softmax(std::forward<X>(logits)), std::forward<L>(labels));
 }
 
+// Cross-entropy with label smoothing eps (PyTorch's label_smoothing): the target puts 1 - eps on the
+// label and eps / C on every class, so the loss is (1 - eps) * nll + eps * mean over classes of -log p.
+template <expression X, expression L>
+auto cross_entropy(X&& logits, L&& labels, float label_smoothing) {
+  auto lb = detail::as_node(std::forward<L>(labels));
+  return detail::shared(log_softmax(std::forward<X>(logits)), [lb, label_smoothing](const auto& lp) {
+    using S = detail::shape_of_t<decltype(lp)>;
+    constexpr index_t classes = S::dims[S::rank - 1];
+    auto picked = sum(where(detail::one_hot_mask<classes>(lb), lp, 0.0f), axis<-1>);
+    return mean(-picked * (1.0f - label_smoothing) - sum(lp, axis<-1>) * (label_smoothing / float(classes)));
+  });
+}
+
+// Binary cross-entropy of logits x against targets y in [0, 1], averaged:
+// max(x, 0) - x y + log(1 + exp(-|x|)), which never overflows (PyTorch's BCEWithLogitsLoss).
+template <expression X, expression Y>
+auto binary_cross_entropy_with_logits(X&& logits, Y&& targets) {
+  auto y = detail::as_node(std::forward<Y>(targets));
+  return detail::shared(std::forward<X>(logits), [y](const auto& x) { return mean(maximum(x, 0.0f) - x * y + log1p(exp(-abs(x)))); });
+}
+
 template <expression A, expression B>
 auto mse_loss(A&& a, B&& b) {
   return mean(square(std::forward<A>(a) - std::forward<B>(b)));
