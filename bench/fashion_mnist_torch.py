@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""The peer of examples/fashion_mnist in PyTorch (CPU): the same CNN, data, optimizer and schedule.
+
+    python3 bench/fashion_mnist_torch.py [--epochs N] [--steps N] [--model cnn|mlp] [--channels-last]
+                                         [--threads N] [--timed-steps N] [--seed N] [--data DIR] [--json FILE]
+
+Model (cnn.hpp): conv 3x3 pad 1 1->16 (no bias) -> BatchNorm -> ReLU -> maxpool 2 -> conv 16->32 (no bias)
+-> BatchNorm -> ReLU -> maxpool 2 -> Linear(1568, 128) -> ReLU -> Dropout(0.25) -> Linear(128, 10),
+cross-entropy. --model mlp: 784 -> 256 -> ReLU -> 10 with the same optimizer and schedule. Adam lr 2e-3,
+batch 64, drop_last, reshuffled every epoch, lr per step = tenfold::optim::cosine_lr (warm-up of a
+quarter epoch, then cosine to 0). --channels-last keeps the CNN's activations NHWC (tenfold's layout)
+and flattens them in NHWC order, as the C++ example does.
+
+Prints one line per epoch in the C++ example's format ("epoch E/N: train loss L, test accuracy A,
+S s (I images/s)"; S counts the training steps only, the test pass is not in it), then the mean step
+time over global steps 20..20+N (after warm-up), the max RSS before and after the first step, the
+training seconds to reach test accuracy >= 0.92, and "final test accuracy A after N epochs in S s".
+
+Needs numpy and torch (CPU). Where pip refuses to install into the system Python, use a venv:
+    python3 -m venv /work/venv-torch
+    /work/venv-torch/bin/pip install numpy torch --index-url https://download.pytorch.org/whl/cpu
+    (or plain `pip install numpy torch` where that index cannot be reached)
+and run it as /work/venv-torch/bin/python bench/fashion_mnist_torch.py (bench/run_training.sh reads $PYTHON).
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import platform
+import resource
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH, EVAL_BATCH = 64, 100
+PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
+TARGET_ACCURACY = 0.92
+
+
+def read_idx(path):
+    """An IDX file (gzip or not) as a numpy array of its shape."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    zero, dtype_code, rank = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype_code != 0x08:
+        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    dims = struct.unpack(">" + "I" * rank, data[4:4 + 4 * rank])
+    array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank)
+    if array.size != math.prod(dims):
+        raise ValueError(f"{path}: {array.size} values for shape {dims}")
+    return array.reshape(dims)
+
+
+def load_split(data_dir, prefix):
+    images = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
+    x = (images.astype(np.float32) / 255.0 - PIXEL_MEAN) / PIXEL_STD
+    x = torch.from_numpy(x).unsqueeze(1).contiguous()  # [N, 1, 28, 28]
+    y = torch.from_numpy(labels.astype(np.int64))
+    if int(y.min()) < 0 or int(y.max()) > 9:
+        raise ValueError(f"{prefix}: labels outside 0..9")
+    return x, y
+
+
+class CNN(nn.Module):
+    def __init__(self, nhwc_flatten):
+        super().__init__()
+        self.nhwc_flatten = nhwc_flatten
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16, eps=1e-5, momentum=0.1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(32, eps=1e-5, momentum=0.1)
+        self.fc1 = nn.Linear(32 * 7 * 7, 128)
+        self.drop = nn.Dropout(0.25)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        # channels_last: [B, C, H, W] is stored as [B, H, W, C], so the NHWC flatten is a view, as in tenfold
+        x = x.permute(0, 2, 3, 1).flatten(1) if self.nhwc_flatten else x.flatten(1)
+        return self.fc2(self.drop(F.relu(self.fc1(x))))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 256)
+        self.fc2 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def cosine_lr(t, total, base, warmup=0, floor=0.0):
+    """tenfold::optim::cosine_lr."""
+    if t < warmup:
+        return base * (t + 1) / warmup
+    progress = (t - warmup) / (total - warmup) if total > warmup else 1.0
+    return floor + (base - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def max_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def test_accuracy(model, x_test, y_test, channels_last):
+    model.eval()
+    correct = 0
+    with torch.inference_mode():
+        for b in range(0, x_test.shape[0] // EVAL_BATCH * EVAL_BATCH, EVAL_BATCH):
+            x = x_test[b:b + EVAL_BATCH]
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            correct += int((model(x).argmax(1) == y_test[b:b + EVAL_BATCH]).sum())
+    model.train()
+    return correct / x_test.shape[0]
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--steps", type=int, default=0, help="batches per epoch (0: all, 937)")
+    p.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
+    p.add_argument("--channels-last", action="store_true", help="NHWC activations (CNN only)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--timed-steps", type=int, default=100, help="N of the step-time window 20..20+N")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--json", help="write the results here")
+    a = p.parse_args()
+    if a.epochs < 1 or a.steps < 0 or a.threads < 1 or a.timed_steps < 1:
+        p.error("--epochs, --threads and --timed-steps must be at least 1, --steps at least 0")
+    if a.channels_last and a.model != "cnn":
+        p.error("--channels-last is for --model cnn")
+    return a
+
+
+def main():
+    a = parse()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    t0 = time.perf_counter()
+    x_train, y_train = load_split(a.data, "train")
+    x_test, y_test = load_split(a.data, "t10k")
+
+    model = CNN(nhwc_flatten=a.channels_last) if a.model == "cnn" else MLP()
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    shuffle = torch.Generator().manual_seed(a.seed * 2 + 1)
+
+    per_epoch = x_train.shape[0] // BATCH  # drop_last
+    steps = min(a.steps, per_epoch) if a.steps > 0 else per_epoch
+    total, warmup = steps * a.epochs, steps // 4
+    timed_first, timed_last = 20, 20 + a.timed_steps  # global steps [20, 20+N)
+    layout = " channels_last" if a.channels_last else ""
+    print(f"fashion_mnist_torch: {a.model}{layout}, torch {torch.__version__}, {a.threads} threads, {cpu_model()}; "
+          f"{steps} steps of {BATCH} images per epoch, {a.epochs} epochs, Adam lr {a.lr:g} (cosine)", flush=True)
+
+    step_times, epochs, reached = [], [], None
+    rss_before_first = rss_after_first = None
+    train_seconds = 0.0
+    for epoch in range(1, a.epochs + 1):
+        order = torch.randperm(x_train.shape[0], generator=shuffle)
+        e0 = time.perf_counter()
+        loss_sum = 0.0
+        for k in range(steps):
+            s0 = time.perf_counter()
+            index = order[k * BATCH:(k + 1) * BATCH]
+            x, y = x_train[index], y_train[index]
+            if a.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            global_step = (epoch - 1) * steps + k
+            for group in opt.param_groups:
+                group["lr"] = cosine_lr(global_step, total, a.lr, warmup)
+            if global_step == 0:
+                rss_before_first = max_rss_mib()
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.item()  # synchronises, as the C++ step returns its loss
+            if global_step == 0:
+                rss_after_first = max_rss_mib()
+            step_times.append(time.perf_counter() - s0)
+        secs = time.perf_counter() - e0
+        train_seconds += secs
+        accuracy = test_accuracy(model, x_test, y_test, a.channels_last)
+        if reached is None and accuracy >= TARGET_ACCURACY:
+            reached = train_seconds
+        epochs.append({"epoch": epoch, "train_loss": loss_sum / steps, "test_accuracy": accuracy, "seconds": secs,
+                       "images_per_second": steps * BATCH / secs})
+        print(f"epoch {epoch}/{a.epochs}: train loss {loss_sum / steps:.4f}, test accuracy {accuracy:.4f}, "
+              f"{secs:.1f} s ({steps * BATCH / secs:.0f} images/s)", flush=True)
+
+    window = step_times[timed_first:timed_last]
+    step_ms = 1e3 * sum(window) / len(window) if window else None
+    if window:
+        print(f"step time: mean {step_ms:.2f} ms over steps {timed_first}..{timed_first + len(window) - 1} "
+              f"({BATCH * 1e3 / step_ms:.0f} images/s)")
+    else:
+        print(f"step time: not measured (only {len(step_times)} steps, the window starts at step {timed_first})")
+    print(f"memory: max RSS {rss_before_first:.1f} MiB before the first step, {rss_after_first:.1f} MiB after "
+          f"(+{rss_after_first - rss_before_first:.1f} MiB), {max_rss_mib():.1f} MiB at the end")
+    print(f"time to test accuracy >= {TARGET_ACCURACY}: " +
+          (f"{reached:.1f} s of training" if reached is not None else "not reached"))
+    total_seconds = time.perf_counter() - t0
+    print(f"final test accuracy {epochs[-1]['test_accuracy']:.4f} after {a.epochs} epochs in {total_seconds:.0f} s")
+
+    if a.json:
+        result = {
+            "framework": "pytorch", "torch_version": torch.__version__, "python": platform.python_version(),
+            "cpu": cpu_model(), "threads": a.threads, "model": a.model, "channels_last": a.channels_last,
+            "batch": BATCH, "steps_per_epoch": steps, "epochs": epochs, "lr": a.lr, "seed": a.seed,
+            "step_ms": step_ms, "step_window": [timed_first, timed_first + len(window)] if window else None,
+            "max_rss_mib": {"before_first_step": rss_before_first, "after_first_step": rss_after_first,
+                            "first_step_growth": rss_after_first - rss_before_first, "end": max_rss_mib()},
+            "target_accuracy": TARGET_ACCURACY, "seconds_to_target": reached,
+            "final_test_accuracy": epochs[-1]["test_accuracy"], "total_seconds": total_seconds,
+            "command": " ".join(sys.argv),
+        }
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
