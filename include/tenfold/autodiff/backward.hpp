@@ -455,12 +455,8 @@ auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_se
       else return gradient<Target>(std::get<I>(c), local);
     }
   };
-  constexpr int dependent = (0 + ... + int(depends<Target, C>()));
   if constexpr (!ops::has_vjp<Op>) return op_without_derivative<Op>{};
-  else if constexpr (dependent > 1 && detail::costly<G>()) {
-    // g is read by more than one child's gradient: bound once, so that it is not computed twice.
-    return let(g, [&n](const auto& gv) { return map_gradient<Target>(n, gv, std::index_sequence<K...>{}); });
-  } else return plus_all(one.template operator()<K>()...);
+  else return plus_all(one.template operator()<K>()...);
 }
 
 template <class Target, class N, class G>
@@ -515,9 +511,6 @@ auto gradient(const N& n, const G& g) {
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {
       return slice<range<N::pads[2 * I], N::pads[2 * I] + In::dims[I]>...>(g);
     }(std::make_index_sequence<std::size_t(In::rank)>{}));
-  } else if constexpr (detail::is_let_node_v<N> && detail::costly<G>() && depends<Target, typename N::value_node>()) {
-    // g is read twice below (through the body and through the value): bound once.
-    return let(g, [&n](const auto& gv) { return gradient<Target>(n, gv); });
   } else if constexpr (detail::is_let_node_v<N>) {
     using P = slot_target<typename N::tag_type, typename N::value_node::shape_type>;
     auto through_body = gradient<Target>(n.body, g);
