@@ -537,26 +537,42 @@ namespace tenfold {
 // the parameters. Assign them to tensors to evaluate them:
 //   auto [loss, dw, db] = value_and_grad([&](const auto& w, const auto& b) { return mse_loss(matmul(x, w) + b, y); }, w, b);
 //   Tensor<float> l = loss;  Tensor<float, shape<4, 3>> gw = dw;  ...
+namespace autodiff {
+// Parameter K of the function tagged Tag: a leaf on p's storage whose holder names it.
+template <class Tag, int K, class P>
+auto param_leaf(const P& p) {
+  using T = const typename P::value_type;
+  return detail::leaf<T, typename P::shape_type, detail::canon(strides_of<typename P::shape_type>), 0, param_holder<T, Tag, K>>{{}, {p.data()}};
+}
+// The gradient of <seed, out> with respect to each parameter, one expression of its shape each (zeros
+// where out does not depend on it).
+template <class Tag, class... P, class Out, class Seed, std::size_t... K>
+auto gradients(const Out& out, const Seed& seed, std::index_sequence<K...>) {
+  const auto one = [&]<std::size_t I>() {
+    using Pi = std::tuple_element_t<I, std::tuple<P...>>;
+    using S = typename Pi::shape_type;
+    auto d = gradient<param_target<Tag, int(I), S>>(out, seed);
+    if constexpr (std::is_same_v<decltype(d), zero>) return detail::expand_to<S>(detail::scalar_node<typename Pi::value_type, shape<>>{{}, 0});
+    else return detail::as_node(std::move(d));
+  };
+  return std::tuple{one.template operator()<K>()...};
+}
+} // namespace autodiff
+
+// value_and_grad(f, p...): f's value at the parameters (a rank-0 expression) and its gradient with respect
+// to each parameter (an expression of that parameter's shape), as a tuple of expressions that reference
+// the parameters. Assign them to tensors to evaluate them:
+//   auto [loss, dw, db] = value_and_grad([&](const auto& w, const auto& b) { return mse_loss(matmul(x, w) + b, y); }, w, b);
+//   Tensor<float> l = loss;  Tensor<float, shape<4, 3>> gw = dw;  ...
 template <class F, class... P>
 auto value_and_grad(F&& f, const P&... params) {
   using Tag = std::remove_cvref_t<F>;
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto loss = detail::as_node(f(detail::leaf<const typename P::value_type, typename P::shape_type,
-                                               detail::canon(strides_of<typename P::shape_type>), 0,
-                                               autodiff::param_holder<const typename P::value_type, Tag, int(K)>>{
-        {}, {params.data()}}...));
+  return [&]<std::size_t... K>(std::index_sequence<K...> ks) {
+    auto loss = detail::as_node(f(autodiff::param_leaf<Tag, int(K)>(params)...));
     using L = decltype(loss);
     static_assert(L::rank == 0, "tenfold::value_and_grad: the function must return a scalar (a rank-0 expression, e.g. a mean)");
     const detail::scalar_node<typename L::value_type, shape<>> seed{{}, 1};
-    const auto grad = [&]<std::size_t I>() {
-      using Pi = std::tuple_element_t<I, std::tuple<P...>>;
-      using S = typename Pi::shape_type;
-      auto g = autodiff::gradient<autodiff::param_target<Tag, int(I), S>>(loss, seed);
-      if constexpr (std::is_same_v<decltype(g), autodiff::zero>)
-        return detail::expand_to<S>(detail::scalar_node<typename Pi::value_type, shape<>>{{}, 0});
-      else return detail::as_node(std::move(g));
-    };
-    return std::tuple{loss, grad.template operator()<K>()...};
+    return std::tuple_cat(std::tuple{loss}, autodiff::gradients<Tag, P...>(loss, seed, ks));
   }(std::index_sequence_for<P...>{});
 }
 
@@ -568,24 +584,11 @@ auto value_and_grad(F&& f, const P&... params) {
 template <class F, class G, class... P>
 auto vjp(F&& f, const G& g, const P&... inputs) {
   using Tag = std::remove_cvref_t<F>;
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto out = detail::as_node(f(detail::leaf<const typename P::value_type, typename P::shape_type,
-                                              detail::canon(strides_of<typename P::shape_type>), 0,
-                                              autodiff::param_holder<const typename P::value_type, Tag, int(K)>>{
-        {}, {inputs.data()}}...));
-    using O = decltype(out);
-    static_assert(std::is_same_v<typename O::shape_type, detail::shape_of_t<G>>,
+  return [&]<std::size_t... K>(std::index_sequence<K...> ks) {
+    auto out = detail::as_node(f(autodiff::param_leaf<Tag, int(K)>(inputs)...));
+    static_assert(std::is_same_v<typename decltype(out)::shape_type, detail::shape_of_t<G>>,
                   "tenfold::vjp: g must have the shape of f's value");
-    const auto seed = detail::as_node(g);
-    const auto grad = [&]<std::size_t I>() {
-      using Pi = std::tuple_element_t<I, std::tuple<P...>>;
-      using S = typename Pi::shape_type;
-      auto d = autodiff::gradient<autodiff::param_target<Tag, int(I), S>>(out, seed);
-      if constexpr (std::is_same_v<decltype(d), autodiff::zero>)
-        return detail::expand_to<S>(detail::scalar_node<typename Pi::value_type, shape<>>{{}, 0});
-      else return detail::as_node(std::move(d));
-    };
-    return std::tuple{grad.template operator()<K>()...};
+    return autodiff::gradients<Tag, P...>(out, detail::as_node(g), ks);
   }(std::index_sequence_for<P...>{});
 }
 } // namespace tenfold
