@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <tenfold/io/idx.hpp>
-#include <tenfold/io/safetensors.hpp>
+#include <tenfold/io/parameters.hpp>
 
 #include "cnn.hpp"
 #include "plot.hpp"
@@ -129,16 +129,10 @@ double test_accuracy(const parameters& p, const dataset<test_count>& test) {
 }
 
 void save(parameters& p, const std::string& path, int epochs, double accuracy) {
-  io::safetensors_writer w;
-  p.each([&](const char* name, const auto& t) { w.add(name, t); });
-  w.metadata("model", "tenfold examples/fashion_mnist cnn.hpp");
-  w.metadata("epochs", std::to_string(epochs));
-  w.metadata("test_accuracy", std::to_string(accuracy));
-  w.write(path);
-}
-void load(parameters& p, const std::string& path) {
-  const io::safetensors_file f(path);
-  p.each([&](const char* name, auto& t) { f.read(name, t); });
+  io::save_parameters(path, p,
+                      {{"model", "tenfold examples/fashion_mnist cnn.hpp"},
+                       {"epochs", std::to_string(epochs)},
+                       {"test_accuracy", std::to_string(accuracy)}});
 }
 
 std::string duration(double s) {
@@ -153,7 +147,7 @@ int run(const options& o) {
   const dataset<test_count> test(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
   if (!o.eval.empty()) {
     parameters p(o.seed);
-    load(p, o.eval);
+    io::load_parameters(o.eval, p);
     std::printf("test accuracy %.4f (weights %s)\n", test_accuracy(p, test), o.eval.c_str());
     return 0;
   }

@@ -35,6 +35,7 @@
 
 #include "../core/error.hpp"
 #include "../core/tensor.hpp"
+#include "../core/tensor_map.hpp"
 #include "file.hpp"
 #include "file_dtype.hpp"
 
@@ -116,15 +117,71 @@ class safetensors_file {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool contains(std::string_view name) const { return index_.find(name) != index_.end(); }
 
+  // The file's path (or from_bytes' name): what its errors name.
+  const std::string& path() const { return file_; }
+  // The tensor's shape and dtype name ("F32", ...) in the file.
+  std::vector<std::uint64_t> shape(std::string_view name) const { return find(name).shape; }
+  std::string dtype(std::string_view name) const { return std::string(detail::info(find(name).dtype).safetensors); }
+
   // Copies the tensor `name` into `out`: its shape must be S, its dtype T's or one T holds exactly.
   template <class T, class S>
   void read(std::string_view name, Tensor<T, S>& out) const {
+    read_into(name, out);
+  }
+  template <class T, class S>
+    requires(!std::is_const_v<T>)
+  void read(std::string_view name, TensorMap<T, S> out) const {
+    read_into(name, out);
+  }
+
+  // The tensor `name` where it lies in the mapped file, without a copy: its shape must be S and its
+  // dtype T's, and its first byte aligned for T (the reference writer pads the header so that the data
+  // buffer starts 8-byte aligned, and tensors of one dtype keep their alignment). viewable() says
+  // whether that holds; view() fails naming the reason when it does not (read() then copies). The
+  // view reads the mapping: this object (or a copy of it) must outlive it.
+  template <class T, class S>
+  bool viewable(std::string_view name) const {
     const detail::safetensors_entry& t = find(name);
+    return same_shape<S>(t) && t.dtype == detail::file_dtype_of<T>() && aligned<T>(t);
+  }
+  template <class T, class S>
+  TensorMap<const T, S> view(std::string_view name) const {
+    const detail::safetensors_entry& t = find(name);
+    check_shape<T, S>(t);
+    if (t.dtype != detail::file_dtype_of<T>())
+      fail(tenfold::detail::message("tensor '", t.name, "': dtype ", detail::info(t.dtype).safetensors,
+                                    " in the file, a view needs ", detail::info(detail::file_dtype_of<T>()).safetensors,
+                                    " (read() converts)"));
+    if (!aligned<T>(t))
+      fail(tenfold::detail::message("tensor '", t.name, "': its data is not aligned to ", alignof(T),
+                                    " bytes in the file, so it cannot be viewed (read() copies)"));
+    return TensorMap<const T, S>(reinterpret_cast<const T*>(data_.data() + t.begin));
+  }
+
+ private:
+  template <class S>
+  static bool same_shape(const detail::safetensors_entry& t) {
     bool same = t.shape.size() == std::size_t(S::rank);
     for (std::size_t i = 0; same && i < t.shape.size(); ++i) same = t.shape[i] == std::uint64_t(S::dims[i]);
-    if (!same)
+    return same;
+  }
+  template <class T, class S>
+  void check_shape(const detail::safetensors_entry& t) const {
+    if (!same_shape<S>(t))
       fail(tenfold::detail::message("tensor '", t.name, "': shape ", detail::shape_string(t.shape),
                                     " in the file, expected ", Tensor<T, S>::shape_string()));
+  }
+  template <class T>
+  bool aligned(const detail::safetensors_entry& t) const {
+    return reinterpret_cast<std::uintptr_t>(data_.data() + t.begin) % alignof(T) == 0;
+  }
+
+  template <class Out>
+  void read_into(std::string_view name, Out& out) const {
+    using T = typename Out::value_type;
+    using S = typename Out::shape_type;
+    const detail::safetensors_entry& t = find(name);
+    check_shape<T, S>(t);
     if (!detail::converts_exactly<T>(t.dtype)) {
       std::string exact;
       for (const auto& d : detail::file_dtypes)
@@ -142,7 +199,6 @@ class safetensors_file {
                                     std::to_integer<unsigned>(data_[t.begin + bad]), ", not 0 or 1"));
   }
 
- private:
   safetensors_file(std::string name, std::span<const std::byte> bytes) : file_(std::move(name)) { parse(bytes); }
 
   [[noreturn]] void fail(const std::string& what) const { detail::file_fail(detail::safetensors_who, file_, what); }
