@@ -14,6 +14,7 @@
 #include "tenfold/ops/conv.hpp"
 #include "tenfold/ops/attention.hpp"
 #include "tenfold/ops/pooling.hpp"
+#include "tenfold/ops/take.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
 #include "tenfold/cpu/print.hpp"

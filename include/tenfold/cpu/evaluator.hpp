@@ -268,6 +268,7 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
   // Every assignment comes here (eval, Tensor's and TensorMap's operator=, a program's result and its
   // state updates): one place refuses a narrowing one.
   static_assert(check_assignment<typename O::value_type, typename decltype(root)::value_type>::ok);
+  if constexpr (any_node<is_take, decltype(root)>()) check_take_indices(root); // before anything runs
   const auto prepared = plan::prepare_root(std::move(root), buffers);
   if (plan::aliases(out, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.

@@ -67,7 +67,7 @@ constexpr bool flat_from(int k) {
   else if constexpr (kind == reduce_view) return plan::constant_from<N>(k);
   else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
   else if constexpr (kind == block) return k >= N::rank - 1; // a GEMM block's rows are its own
-  else return true; // scalar, generator, view, pad, concat, by_index: the same everywhere, or read by index
+  else return true; // scalar, generator, view, pad, concat, take, by_index: the same everywhere, or read by index
 }
 
 // First axis of the flat run: the smallest k whose suffix is flat for the tree and the destination.
@@ -270,7 +270,7 @@ constexpr bool row_constant() {
   } else if constexpr (kind == reduce_view) return plan::constant_from<N>(K);
   else if constexpr (kind == map)
     return []<class... C>(std::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false; // generator, reduction, view, pad, concat, block, by_index: taken to vary along the run
+  else return false; // generator, reduction, view, pad, concat, take, block, by_index: taken to vary along the run
 }
 
 template <int K, class L, class N>

@@ -3,6 +3,7 @@
 // materialised node out of it. Every analysis over a nest's tree (the CPU's row and block paths, the
 // CUDA kernels) asks `nest_kind_v<N>` first, so a node kind none of them knows is a compile error
 // naming it here, not a silent default in each.
+#include "tenfold/core/gather_node.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/plan/fusion.hpp"
 
@@ -18,6 +19,7 @@ enum class nest_node {
   view,        // a view the walk could not fold (of a pad or concat): reads through its map
   pad,         // a padded child
   concat,      // children side by side along an axis
+  take,        // a source read at indices from a tensor (take, embedding, take_along_axis): by index
   block,       // a result the backend hands to the nest (a finished GEMM or convolution block)
   by_index,    // a GEMM-driven node computed one element at a time from its index (integer types)
 };
@@ -39,6 +41,7 @@ consteval nest_node nest_kind() {
   else if constexpr (is_view_node_v<N>) return nest_node::view;
   else if constexpr (detail::is_pad_node_v<N>) return nest_node::pad;
   else if constexpr (detail::is_concat_node_v<N>) return nest_node::concat;
+  else if constexpr (detail::is_take_node_v<N>) return nest_node::take;
   else if constexpr (requires { N::nest_block; }) return nest_node::block;
   else if constexpr (is_gemm_driven_v<N>) return nest_node::by_index;
   else return (unknown_to_the_nest<N>{}, nest_node::leaf);

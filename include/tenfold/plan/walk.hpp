@@ -145,7 +145,8 @@ constexpr auto prepare(N&& n, B& be) {
     return with_prepared_input<Scope>(std::forward<N>(n), be);
   } else if constexpr (is_view_node_v<D>) { // a view of a light node (pad, concat): folded again where it can
     return detail::apply_view<typename D::map_type>(prepare<Scope>(std::forward<N>(n).arg, be));
-  } else if constexpr (detail::is_map_node_v<D> || detail::is_pad_node_v<D> || detail::is_concat_node_v<D>) {
+  } else if constexpr (detail::is_map_node_v<D> || detail::is_pad_node_v<D> || detail::is_concat_node_v<D> ||
+                       detail::is_take_node_v<D>) {
     return rebuild(std::forward<N>(n), each<Scope>(be));
   } else {
     return unknown_to_the_walk<D>{};
