@@ -131,6 +131,14 @@ TEST_CASE("npy: save_npy writes NumPy's bytes, and round trips", "[io][npy]") {
   for (int k = 0; k < 100 * 100; ++k) big.data()[k] = float(k) / 3.0f;
   round_trip("big.npy", big);
 
+  // Data whose shape is known at run time only: the same bytes as NumPy's.
+  const std::vector<float> f32{1.5f, -2.25f, 3.0f, 0.0f, 1e-3f, -7.0f};
+  const std::string runtime = (temp_dir() / "runtime.npy").string();
+  io::save_npy(runtime, std::span<const float>(f32), {2, 3});
+  CHECK(slurp(runtime) == slurp(reference("f32.npy")));
+  CHECK_THROWS_WITH(io::save_npy(runtime, std::span<const float>(f32), {4, 2}),
+                    Contains(runtime + ": the shape (4, 2) holds 8 elements, the data 6"));
+
   const std::string nowhere = (temp_dir() / "no_such_dir" / "x.npy").string();
   CHECK_THROWS_WITH(io::save_npy(nowhere, big), Contains("tenfold::io::npy: " + nowhere + ": cannot create"));
 }

@@ -255,16 +255,14 @@ Tensor<T, S> load_npy(const std::string& path) {
   return out;
 }
 
-// Writes what np.save writes for the same array (format 1.0), to path + ".tmp", then renames it.
-template <class T, class S>
-void save_npy(const std::string& path, const Tensor<T, S>& t) {
-  static_assert(!std::is_same_v<T, bf16>, "tenfold::io::save_npy: NumPy has no bfloat16 type: save a float "
-                                          "tensor (tenfold::cast<float>) or use safetensors");
-  std::string header = "{'descr': '" + detail::npy_descr(detail::file_dtype_of<T>()) +
-                       "', 'fortran_order': False, 'shape': " + detail::npy_shape_string(S::dims) + ", }";
+namespace detail {
+template <class T, class Dims>
+void write_npy(const std::string& path, const Dims& dims, const T* data, std::size_t count) {
+  std::string header = "{'descr': '" + npy_descr(file_dtype_of<T>()) +
+                       "', 'fortran_order': False, 'shape': " + npy_shape_string(dims) + ", }";
   // NumPy (1.24 on) leaves room for the first extent to grow to 21 digits, then pads with spaces to
   // end the header with '\n' on a 64-byte boundary (1 to 64 spaces).
-  if constexpr (S::rank > 0) header.append(21 - std::to_string(S::dims[0]).size(), ' ');
+  if (!dims.empty()) header.append(21 - std::to_string(dims[0]).size(), ' ');
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
   header += '\n';
   const auto len = static_cast<std::uint16_t>(header.size()); // at most ~1 KiB for 8 axes
@@ -278,11 +276,38 @@ void save_npy(const std::string& path, const Tensor<T, S>& t) {
                                     0,
                                     static_cast<unsigned char>(len & 0xff),
                                     static_cast<unsigned char>(len >> 8)};
-  detail::atomic_file_writer out(detail::npy_who, path);
+  atomic_file_writer out(npy_who, path);
   out.add(prefix, sizeof prefix);
   out.add(header.data(), header.size());
-  out.add(t.data(), sizeof(T) * static_cast<std::size_t>(S::size));
+  out.add(data, sizeof(T) * count);
   out.commit();
+}
+} // namespace detail
+
+// Writes what np.save writes for the same array (format 1.0), to path + ".tmp", then renames it.
+template <class T, class S>
+void save_npy(const std::string& path, const Tensor<T, S>& t) {
+  static_assert(!std::is_same_v<T, bf16>, "tenfold::io::save_npy: NumPy has no bfloat16 type: save a float "
+                                          "tensor (tenfold::cast<float>) or use safetensors");
+  detail::write_npy(path, S::dims, t.data(), static_cast<std::size_t>(S::size));
+}
+
+// The same for row-major data whose shape is known at run time only (data.size() must be the
+// product of the extents).
+template <class T>
+void save_npy(const std::string& path, std::span<const T> data, const std::vector<index_t>& shape) {
+  static_assert(!std::is_same_v<T, bf16>, "tenfold::io::save_npy: NumPy has no bfloat16 type: save float data "
+                                          "or use safetensors");
+  std::size_t count = 1;
+  for (const index_t d : shape) {
+    if (d < 0) detail::file_fail(detail::npy_who, path, tenfold::detail::message("negative extent ", d, " in the shape to save"));
+    count *= static_cast<std::size_t>(d);
+  }
+  if (count != data.size())
+    detail::file_fail(detail::npy_who, path,
+                      tenfold::detail::message("the shape ", detail::npy_shape_string(shape), " holds ", count,
+                                               " elements, the data ", data.size()));
+  detail::write_npy(path, shape, data.data(), count);
 }
 
 } // namespace tenfold::io
