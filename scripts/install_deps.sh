@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what tenfold needs from Debian 12's packages: the one list of dependencies, in three groups.
 #   lib    the library itself: xsimd, Boost.Hana (headers only)
-#   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, zlib and
-#          nlohmann-json (io/'s gzip'd IDX and safetensors headers), Clang (the consumer test that a
-#          user's -Wall -Wextra -Werror build sees no warning from tenfold's headers; libFuzzer) and
-#          GNU time (CI prints each example's peak compiler memory); for examples/fashion_mnist, stb
-#          (its PNG chart) and the Fashion-MNIST data (dataset-fashion-mnist, 30 MB of gzip'd IDX files)
+#   test   building the tests and examples: the toolchain (g++, cmake, ninja), Catch2, zlib,
+#          nlohmann-json and utf8proc (io/'s gzip'd IDX, safetensors headers and WordPiece tokenizer),
+#          Clang (the consumer test that a user's -Wall -Wextra -Werror build sees no warning from
+#          tenfold's headers; libFuzzer) and GNU time (CI prints each example's peak compiler memory);
+#          for examples/fashion_mnist, stb (its PNG chart) and the Fashion-MNIST data
+#          (dataset-fashion-mnist, 30 MB of gzip'd IDX files)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -32,6 +33,7 @@ requirements=(
   "test  catch2           has_header catch2/catch.hpp"
   "test  zlib1g-dev       has_header zlib.h"
   "test  nlohmann-json3-dev has_header nlohmann/json.hpp"
+  "test  libutf8proc-dev  has_header utf8proc.h"
   "test  libstb-dev       has_header stb/stb_image_write.h"
   "test  dataset-fashion-mnist has_data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
   "test  clang            has_command clang++"
