@@ -13,3 +13,14 @@ function(tenfold_target_defaults target)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
+
+# utf8proc (io/wordpiece.hpp's Unicode data): Debian's libutf8proc-dev ships no CMake package and a
+# pkg-config file with a wrong version, so the header and the library are looked for directly. Sets
+# TENFOLD_UTF8PROC_INCLUDE_DIR and TENFOLD_UTF8PROC_LIBRARY (cached), or stops with what to install.
+function(tenfold_find_utf8proc)
+  find_path(TENFOLD_UTF8PROC_INCLUDE_DIR utf8proc.h)
+  find_library(TENFOLD_UTF8PROC_LIBRARY utf8proc)
+  if(NOT TENFOLD_UTF8PROC_INCLUDE_DIR OR NOT TENFOLD_UTF8PROC_LIBRARY)
+    message(FATAL_ERROR "tenfold: utf8proc not found (Debian: libutf8proc-dev; scripts/install_deps.sh installs it)")
+  endif()
+endfunction()
