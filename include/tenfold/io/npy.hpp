@@ -18,6 +18,7 @@
 // Nothing read from the file sizes an allocation before it is checked against the file's length.
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,7 +46,8 @@ std::string npy_shape_string(const Extents& dims) {
 
 inline std::string npy_descr(file_dtype d) {
   const auto& i = info(d);
-  return (i.bytes == 1 ? "|" : "<") + std::string(i.numpy);
+  std::string s(1, i.bytes == 1 ? '|' : '<'); // (not "<" + string: GCC 12's false -Wrestrict, PR 105329)
+  return s += i.numpy;
 }
 
 struct npy_header {
@@ -182,8 +184,10 @@ class npy_header_parser {
   std::size_t pos_ = 0;
 };
 
-template <class T, class S>
-void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S>& out) {
+// Reads the file's elements as T into the memory `place(shape)` returns for the file's shape (it fails
+// when it does not take that shape), once the header, the dtype and the file's size are checked.
+template <class T, class Place>
+void npy_load_into(std::span<const std::byte> b, const std::string& file, Place place) {
   auto fail = [&](const std::string& what) { file_fail(npy_who, file, what); };
   auto byte = [&](std::size_t i) { return std::to_integer<unsigned>(b[i]); };
   constexpr unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -211,9 +215,6 @@ void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S
   for (const auto d : h.shape)
     if (__builtin_mul_overflow(bytes, d, &bytes))
       fail("shape " + npy_shape_string(h.shape) + " of '" + descr + "' overflows: more than 2^64 bytes");
-  bool same = h.shape.size() == std::size_t(S::rank);
-  for (std::size_t i = 0; same && i < h.shape.size(); ++i) same = h.shape[i] == std::uint64_t(S::dims[i]);
-  if (!same) fail("shape " + npy_shape_string(h.shape) + " in the file, expected " + npy_shape_string(S::dims));
   if (!converts_exactly<T>(h.dtype)) {
     const auto own = info(file_dtype_of<T>());
     std::string exact;
@@ -230,9 +231,20 @@ void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S
     fail(tenfold::detail::message(b.size() - data < bytes ? "file too short: " : "trailing bytes: ", b.size() - data,
                                   " data bytes, the shape ", npy_shape_string(h.shape), " of '", descr, "' needs ",
                                   bytes));
-  const std::size_t bad = decode_elements(h.dtype, b.data() + data, out.data(), static_cast<std::size_t>(S::size));
+  T* const dst = place(h.shape); // after the size check: nothing in the header sizes an allocation unchecked
+  const std::size_t bad = decode_elements(h.dtype, b.data() + data, dst, static_cast<std::size_t>(bytes / info(h.dtype).bytes));
   if (bad != no_bad_element)
     fail(tenfold::detail::message("bool element ", bad, " is the byte ", byte(data + bad), ", not 0 or 1"));
+}
+
+template <class T, class S>
+void npy_load(std::span<const std::byte> b, const std::string& file, Tensor<T, S>& out) {
+  npy_load_into<T>(b, file, [&](const std::vector<std::uint64_t>& shape) {
+    bool same = shape.size() == std::size_t(S::rank);
+    for (std::size_t i = 0; same && i < shape.size(); ++i) same = shape[i] == std::uint64_t(S::dims[i]);
+    if (!same) file_fail(npy_who, file, "shape " + npy_shape_string(shape) + " in the file, expected " + npy_shape_string(S::dims));
+    return out.data();
+  });
 }
 } // namespace detail
 
@@ -252,6 +264,30 @@ template <class T, class S>
 Tensor<T, S> load_npy(const std::string& path) {
   Tensor<T, S> out;
   load_npy(path, out);
+  return out;
+}
+
+// An array whose shape is known at run time only: its extents and its row-major elements as T (the
+// file's dtype T's, or one T holds exactly, as for a tensor).
+template <class T>
+struct npy_array {
+  std::vector<index_t> shape;
+  std::vector<T> data;
+};
+template <class T>
+npy_array<T> load_npy_array(const std::string& path) {
+  const detail::mapped_file file(detail::npy_who, path);
+  npy_array<T> out;
+  detail::npy_load_into<T>(file.bytes(), path, [&](const std::vector<std::uint64_t>& shape) {
+    std::size_t n = 1;
+    for (const auto d : shape) {
+      if (d > std::uint64_t(std::numeric_limits<index_t>::max()) || __builtin_mul_overflow(n, std::size_t(d), &n))
+        detail::file_fail(detail::npy_who, path, "shape " + detail::npy_shape_string(shape) + " is too large");
+      out.shape.push_back(index_t(d));
+    }
+    out.data.resize(n); // the file holds these elements: its size was checked against the header first
+    return out.data.data();
+  });
   return out;
 }
 
