@@ -157,3 +157,45 @@ TEST_CASE("matmul: a vector operand (vector @ matrix, matrix @ vector, dot, batc
   CHECK((xa(0) == -3 && xa(1) == -3 && xa(2) == -3));
   CHECK(xx() == 194);
 }
+
+// [..., M, K] x [K, N] with A's batch axes and rows at one stride: one GEMM over all the rows
+// (cpu/gemm_eval.hpp, batch_folds). Checked with an epilogue, into a destination whose rows do not
+// fold (a slice), with A that does not fold (a slice of its rows), and large enough to be split
+// over threads.
+template <index_t B0, index_t B1, index_t M, index_t K, index_t N>
+void check_folded() {
+  const auto a = random_tensor<float, shape<B0, B1, M + 1, K>>(11);
+  const auto w = random_tensor<float, shape<N, K>>(12); // a linear layer's [out, in]
+  const auto bias = random_tensor<float, shape<N>>(13);
+  const auto a_rows = slice<whole, whole, range<0, M>, whole>(a); // batch stride (M + 1) K: does not fold
+  const Tensor<float, shape<B0, B1, M, K>> a_dense = a_rows;       // folds
+  Tensor<float, shape<B0, B1, M, N>> plain = matmul(a_dense, transpose(w));
+  Tensor<float, shape<B0, B1, M, N>> fused = gelu(linear(a_dense, w, bias));
+  Tensor<float, shape<B0, B1, M, N>> unfolded = matmul(a_rows, transpose(w));
+  Tensor<float, shape<B0, B1, M + 2, N>> wide = zeros<float, shape<B0, B1, M + 2, N>>();
+  eval(slice<whole, whole, range<1, M + 1>, whole>(wide), matmul(a_dense, transpose(w))); // rows do not fold
+  bool ok = true;
+  for (index_t b0 = 0; b0 < B0; ++b0)
+    for (index_t b1 = 0; b1 < B1; ++b1)
+      for (index_t i = 0; i < M; ++i)
+        for (index_t j = 0; j < N; ++j) {
+          ld s = 0, mag = 0;
+          for (index_t k = 0; k < K; ++k) s += ld(a(b0, b1, i, k)) * w(j, k), mag += std::fabs(ld(a(b0, b1, i, k)) * w(j, k));
+          const double tol = dot_tol<float>(K) * double(mag) + 1e-30;
+          const double x = double(s) + double(bias(j));
+          const double g = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+          ok = ok && std::fabs(plain(b0, b1, i, j) - double(s)) <= tol && std::fabs(unfolded(b0, b1, i, j) - double(s)) <= tol &&
+               std::fabs(wide(b0, b1, i + 1, j) - double(s)) <= tol && std::fabs(fused(b0, b1, i, j) - g) <= 2 * tol + 1e-6;
+        }
+  for (index_t b0 = 0; b0 < B0; ++b0)
+    for (index_t b1 = 0; b1 < B1; ++b1)
+      for (index_t j = 0; j < N; ++j) ok = ok && wide(b0, b1, 0, j) == 0.0f && wide(b0, b1, M + 1, j) == 0.0f;
+  INFO("batch " << B0 << "x" << B1 << ", M=" << M << " K=" << K << " N=" << N);
+  CHECK(ok);
+}
+
+TEST_CASE("matmul: batch axes folded into the rows of one GEMM", "[matmul]") {
+  check_folded<2, 3, 5, 7, 9>();       // small: one thread
+  check_folded<1, 4, 64, 128, 256>();  // split over the threads
+  check_folded<3, 1, 1, 33, 17>();     // one row per batch element
+}

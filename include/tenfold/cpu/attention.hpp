@@ -33,16 +33,31 @@ struct attention_blocking {
 // Per-thread scratch: packed Kᵀ and V of one batch element, the query block, its scores and output.
 template <class T>
 class attention_workspace {
-  using buffer = scratch_buffer<T>;
+  struct kt_tag;
+  struct v_tag;
+  struct q_tag;
+  struct s_tag;
+  struct o_tag;
+  struct stats_tag;
 
  public:
-  buffer kt, v, q, s, o, stats;
+  scratch_buffer<T, kt_tag> kt;
+  scratch_buffer<T, v_tag> v;
+  scratch_buffer<T, q_tag> q;
+  scratch_buffer<T, s_tag> s;
+  scratch_buffer<T, o_tag> o;
+  scratch_buffer<T, stats_tag> stats;
   // Which K and V the packed buffers hold: the evaluation they were packed for and their addresses.
   std::uint64_t call = 0;
   const void *k_at = nullptr, *v_at = nullptr;
   static attention_workspace& local() {
+    [[maybe_unused]] static const bool registered = (register_scratch([] { local().grow_to_largest(); }), true);
     static thread_local attention_workspace w;
     return w;
+  }
+  void grow_to_largest() {
+    kt.grow_to_largest(), v.grow_to_largest(), q.grow_to_largest(), s.grow_to_largest(), o.grow_to_largest(),
+        stats.grow_to_largest();
   }
 };
 

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tenfold/cpu/gemm_pack.hpp"
+#include "tenfold/cpu/scratch.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
 
 namespace tenfold::cpu {
@@ -39,37 +40,23 @@ struct gemm_blocking {
   static constexpr index_t MR_in_place = 2 * G::MR, KC_in_place = 32;
 };
 
-// A per-thread scratch array, grown to the largest size asked for and then kept: evaluation allocates
-// nothing after warm-up. (The GEMM's and the attention kernel's workspaces are made of these.)
-template <class T>
-class scratch_buffer {
-  struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(default_alignment)); }
-  };
-  std::unique_ptr<T[], aligned_delete> p_;
-  index_t size_ = 0;
-
- public:
-  T* get(index_t n) {
-    if (n > size_) {
-      p_.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
-      size_ = n;
-    }
-    return p_.get();
-  }
-};
-
 // Per-thread packing and scratch buffers for the GEMM.
 template <class T>
 class gemm_workspace {
-  using buffer = scratch_buffer<T>;
+  struct a_tag;
+  struct b_tag;
+  struct c_tag;
 
  public:
-  buffer a, b, c;
+  scratch_buffer<T, a_tag> a;
+  scratch_buffer<T, b_tag> b;
+  scratch_buffer<T, c_tag> c;
   static gemm_workspace& local() {
+    [[maybe_unused]] static const bool registered = (register_scratch([] { local().grow_to_largest(); }), true);
     static thread_local gemm_workspace w;
     return w;
   }
+  void grow_to_largest() { a.grow_to_largest(), b.grow_to_largest(), c.grow_to_largest(); }
 };
 
 // Where C goes: straight into the destination (direct), or into scratch blocks handed to an epilogue.

@@ -49,6 +49,25 @@ class thread_pool {
     done_.wait(lk, [&] { return remaining_.load() == 0 && active_ == 0; });
   }
 
+  // Calls f() once on every thread of the pool (the calling thread included), each at the same time:
+  // every task waits until all have started, so no thread takes two. For per-thread state
+  // (cpu/scratch.hpp); inside a task, only on the calling thread.
+  template <class F>
+  void on_each_thread(F& f) {
+    const int n = size();
+    if (n == 1 || inside_task_) {
+      f();
+      return;
+    }
+    std::atomic<int> started{0};
+    auto task = [&](int) {
+      started.fetch_add(1);
+      while (started.load() < n) std::this_thread::yield();
+      f();
+    };
+    run(n, task);
+  }
+
   ~thread_pool() {
     {
       std::lock_guard<std::mutex> lk(m_);
