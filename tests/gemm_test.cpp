@@ -225,6 +225,27 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   gemm_range<float>(matrix_ref<float>{t.data(), 512, 1}, matrix_ref<float>{wt.data(), 1024, 1}, 4, 512, {0, 4, 0, 1024},
                     cpu::gemm_direct_out<float>{zs.data(), 1024});
   CHECK(std::memcmp(z.data(), zs.data(), sizeof(float) * 4 * 1024) == 0);
+  // A few rows through a weight stored [N, K] (PyTorch's layout: dot products of rows), with a K that
+  // is not a whole number of vectors, bare and with a bias + gelu in the store.
+  const auto rows = random_tensor<float, shape<13, 389>>(10);
+  const auto wn = random_tensor<float, shape<1030, 389>>(11);
+  const auto bias = random_tensor<float, shape<1030>>(12);
+  Tensor<float, shape<13, 1030>> d = matmul(rows, transpose(wn)), ds;
+  Tensor<float, shape<13, 1030>> de = gelu(linear(rows, wn, bias));
+  gemm_range<float>(matrix_ref<float>{rows.data(), 389, 1}, matrix_ref<float>{wn.data(), 1, 389}, 13, 389, {0, 13, 0, 1030},
+                    cpu::gemm_direct_out<float>{ds.data(), 1030});
+  CHECK(std::memcmp(d.data(), ds.data(), sizeof(float) * 13 * 1030) == 0);
+  bool dot_ok = true, dot_epilogue = true;
+  for (int i = 0; i < 13; ++i)
+    for (int j = 0; j < 1030; ++j) {
+      ld s = 0, mag = 0;
+      for (int k = 0; k < 389; ++k) s += ld(rows(i, k)) * wn(j, k), mag += std::fabs(ld(rows(i, k)) * wn(j, k));
+      dot_ok = dot_ok && std::fabs(d(i, j) - s) <= 4 * 389 * std::numeric_limits<float>::epsilon() * mag;
+      const float x = ds(i, j) + bias(j);
+      dot_epilogue = dot_epilogue && std::fabs(de(i, j) - 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)))) <= 1e-6f;
+    }
+  CHECK(dot_ok);
+  CHECK(dot_epilogue);
 }
 
 TEST_CASE("gemm: bf16 operands, dtype conversion and activations in the store", "[gemm]") {
