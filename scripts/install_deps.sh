@@ -5,7 +5,8 @@
 #          nlohmann-json (io/'s gzip'd IDX and safetensors headers), Clang (the consumer test that a
 #          user's -Wall -Wextra -Werror build sees no warning from tenfold's headers; libFuzzer) and
 #          GNU time (CI prints each example's peak compiler memory); for examples/fashion_mnist, stb
-#          (its PNG chart) and the Fashion-MNIST data (dataset-fashion-mnist, 30 MB of gzip'd IDX files)
+#          (its PNG chart) and the Fashion-MNIST data (dataset-fashion-mnist, 30 MB of gzip'd IDX files);
+#          OpenMPI (dist/: the communicator's tests and the example's data-parallel training, mpirun)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -36,6 +37,8 @@ requirements=(
   "test  dataset-fashion-mnist has_data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
+  "test  libopenmpi-dev   has_mpi_header"
+  "test  openmpi-bin      has_command mpirun"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
   "bench xtensor-dev      has_header xtensor/xtensor.hpp"
   "bench libopenblas-dev  has_openblas"
@@ -73,6 +76,8 @@ has_hana() {
   version=$(sed -n 's/^#define BOOST_VERSION \([0-9]*\).*/\1/p' "$d/boost/version.hpp" 2>/dev/null)
   [[ -n $version ]] && ((version >= 107400))
 }
+# OpenMPI's mpi.h is in a multiarch folder (CMake's FindMPI asks mpicxx where).
+has_mpi_header() { find_header mpi.h >/dev/null || compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null; }
 # bench/CMakeLists.txt finds OpenBLAS through pkg-config (Debian's cblas.h is in a multiarch folder).
 has_openblas() { pkg-config --exists openblas 2>/dev/null; }
 
