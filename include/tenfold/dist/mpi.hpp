@@ -243,15 +243,20 @@ class mpi_communicator {
     }
   }
 
-  // Prints "tenfold::dist: rank R of N: message" on stderr and ends every rank of the job (MPI_Abort).
+  // Prints "tenfold::dist: rank R of N: message" on stderr and ends every rank of the job (MPI_Abort;
+  // a world of one just exits with `code`).
   [[noreturn]] void abort(std::string_view message, int code = 1) const {
-    // The communicator's own errors already say which rank they come from.
-    if (message.starts_with("tenfold::dist: rank "))
+    // The communicator's own errors already say which rank they come from; a world of one needs no rank.
+    if (size_ == 1 || message.starts_with("tenfold::dist: rank "))
       std::fprintf(stderr, "%.*s\n", int(message.size()), message.data());
     else
       std::fprintf(stderr, "tenfold::dist: rank %d of %d: %.*s\n", rank_, size_, int(message.size()), message.data());
     std::fflush(stderr);
     std::fflush(stdout);
+    if (size_ == 1) { // nobody waits for this rank: end as a failing program does, without MPI's notice
+      MPI_Finalize();
+      std::exit(code);
+    }
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code); // MPI_Abort does not return; in case an implementation does
   }
