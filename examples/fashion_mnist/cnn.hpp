@@ -196,62 +196,7 @@ struct trainer {
   // draw's (the same on every rank).
   template <class Comm>
   float step(parameters& p, optimizer_state& s, optim::adam& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
-             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm) {
-    if (part.count < 1 || part.count > B) throw error(detail::message("fashion_mnist: a shard of ", part.count, " rows in a trainer of ", B));
-    if (part.first != rows.first || part.count != rows.count || part.global != rows.global) {
-      rows = part;
-      for (index_t i = 0; i < B; ++i) row_mask(i) = i < rows.count ? 1.0f : 0.0f;
-      row_weight = row_mask * (1.0f / float(rows.global));
-    }
-    auto rows4 = reshape<B, 1, 1, 1>(row_mask);
-    // forward, keeping each stage's output
-    set(a1, conv1(x, p.w1));
-    sync_statistics(comm, a1, rows4, mean1, var1, rstd1);
-    set(r1, bn_relu(a1, mean1, rstd1, p.g1, p.b1));
-    set(p1, pool(r1));
-    set(a2, conv2(p1, p.w2));
-    sync_statistics(comm, a2, rows4, mean2, var2, rstd2);
-    set(r2, bn_relu(a2, mean2, rstd2, p.g2, p.b2));
-    set(p2, pool(r2));
-    set(h, dense1<B>(p2, p.w3, p.b3));
-    // this rank's rows of the global batch's dropout mask
-    const float keep = 1.0f - dropout_p;
-    const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
-    rng mine(global_draw.seed);
-    mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
-    set(mask, where(bernoulli<shape<B, hidden>>(mine, keep), 1.0f / keep, 0.0f));
-    // backward, stage by stage
-    auto [l, dh, dw4, db4] = value_and_grad(
-        [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels, row_weight); }, h, p.w4, p.b4);
-    set(g.loss, l), set(gh, dh), set(g.w4, dw4), set(g.b4, db4);
-    auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
-    set(gp2, dp2), set(g.w3, dw3), set(g.b3, db3);
-    auto dense_bucket = comm.allreduce_start(g.bucket(0));
-    auto [dr2] = vjp(pool, gp2, r2);
-    set(gr2, dr2);
-    bn_relu_backward(comm, gr2, a2, rows4, mean2, rstd2, p.g2, p.b2, ga2, g.g2, g.b2, dstat2);
-    auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
-    set(gp1, dp1), set(g.w2, dw2);
-    auto [dr1] = vjp(pool, gp1, r1);
-    set(gr1, dr1);
-    bn_relu_backward(comm, gr1, a1, rows4, mean1, rstd1, p.g1, p.b1, ga1, g.g1, g.b1, dstat1);
-    auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
-    set(g.w1, dw1);
-    auto conv_bucket = comm.allreduce_start(g.bucket(1));
-    // batch norm's running statistics (PyTorch's: the unbiased variance), while the gradients travel
-    const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);
-    set(p.mean1, p.mean1 * (1 - bn_momentum) + mean1 * bn_momentum);
-    set(p.var1, p.var1 * (1 - bn_momentum) + var1 * (bn_momentum * n1 / (n1 - 1)));
-    set(p.mean2, p.mean2 * (1 - bn_momentum) + mean2 * bn_momentum);
-    set(p.var2, p.var2 * (1 - bn_momentum) + var2 * (bn_momentum * n2 / (n2 - 1)));
-    comm.wait(dense_bucket), comm.wait(conv_bucket);
-    // Adam
-    opt.begin_step(lr);
-    opt.update(p.w1, s.w1, g.w1), opt.update(p.g1, s.g1, g.g1), opt.update(p.b1, s.b1, g.b1);
-    opt.update(p.w2, s.w2, g.w2), opt.update(p.g2, s.g2, g.g2), opt.update(p.b2, s.b2, g.b2);
-    opt.update(p.w3, s.w3, g.w3), opt.update(p.b3, s.b3, g.b3), opt.update(p.w4, s.w4, g.w4), opt.update(p.b4, s.b4, g.b4);
-    return g.loss();
-  }
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm);
 
  private:
   // The global batch's mean and biased variance per channel of a [B, H, W, C] activation, over every
@@ -286,6 +231,74 @@ struct trainer {
     set(da, d_a + rows4 * (dmean * (1.0f / count) - drstd * rstd * rstd * rstd * (a - mean) * (1.0f / count)));
   }
 };
+
+// Defined outside the class, so not inline: a file can declare its instantiation `extern template`
+// and leave it to another (main.cpp and step_64.cpp / step_32.cpp: the steps are most of the example's
+// compile time, and two files build in parallel).
+template <index_t B>
+template <class Comm>
+float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, float lr,
+                       const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+                       const shard& part, rng& dropout_rng, Comm& comm) {
+  if (part.count < 1 || part.count > B)
+    throw error(detail::message("fashion_mnist: a shard of ", part.count, " rows in a trainer of ", B));
+  if (part.first != rows.first || part.count != rows.count || part.global != rows.global) {
+    rows = part;
+    for (index_t i = 0; i < B; ++i) row_mask(i) = i < rows.count ? 1.0f : 0.0f;
+    row_weight = row_mask * (1.0f / float(rows.global));
+  }
+  auto rows4 = reshape<B, 1, 1, 1>(row_mask);
+  // forward, keeping each stage's output
+  set(a1, conv1(x, p.w1));
+  sync_statistics(comm, a1, rows4, mean1, var1, rstd1);
+  set(r1, bn_relu(a1, mean1, rstd1, p.g1, p.b1));
+  set(p1, pool(r1));
+  set(a2, conv2(p1, p.w2));
+  sync_statistics(comm, a2, rows4, mean2, var2, rstd2);
+  set(r2, bn_relu(a2, mean2, rstd2, p.g2, p.b2));
+  set(p2, pool(r2));
+  set(h, dense1<B>(p2, p.w3, p.b3));
+  // this rank's rows of the global batch's dropout mask
+  const float keep = 1.0f - dropout_p;
+  const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
+  rng mine(global_draw.seed);
+  mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
+  set(mask, where(bernoulli<shape<B, hidden>>(mine, keep), 1.0f / keep, 0.0f));
+  // backward, stage by stage
+  auto [l, dh, dw4, db4] = value_and_grad(
+      [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels, row_weight); }, h,
+      p.w4, p.b4);
+  set(g.loss, l), set(gh, dh), set(g.w4, dw4), set(g.b4, db4);
+  auto [dp2, dw3, db3] =
+      vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
+  set(gp2, dp2), set(g.w3, dw3), set(g.b3, db3);
+  auto dense_bucket = comm.allreduce_start(g.bucket(0));
+  auto [dr2] = vjp(pool, gp2, r2);
+  set(gr2, dr2);
+  bn_relu_backward(comm, gr2, a2, rows4, mean2, rstd2, p.g2, p.b2, ga2, g.g2, g.b2, dstat2);
+  auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
+  set(gp1, dp1), set(g.w2, dw2);
+  auto [dr1] = vjp(pool, gp1, r1);
+  set(gr1, dr1);
+  bn_relu_backward(comm, gr1, a1, rows4, mean1, rstd1, p.g1, p.b1, ga1, g.g1, g.b1, dstat1);
+  auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
+  set(g.w1, dw1);
+  auto conv_bucket = comm.allreduce_start(g.bucket(1));
+  // batch norm's running statistics (PyTorch's: the unbiased variance), while the gradients travel
+  const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);
+  set(p.mean1, p.mean1 * (1 - bn_momentum) + mean1 * bn_momentum);
+  set(p.var1, p.var1 * (1 - bn_momentum) + var1 * (bn_momentum * n1 / (n1 - 1)));
+  set(p.mean2, p.mean2 * (1 - bn_momentum) + mean2 * bn_momentum);
+  set(p.var2, p.var2 * (1 - bn_momentum) + var2 * (bn_momentum * n2 / (n2 - 1)));
+  comm.wait(dense_bucket), comm.wait(conv_bucket);
+  // Adam
+  opt.begin_step(lr);
+  opt.update(p.w1, s.w1, g.w1), opt.update(p.g1, s.g1, g.g1), opt.update(p.b1, s.b1, g.b1);
+  opt.update(p.w2, s.w2, g.w2), opt.update(p.g2, s.g2, g.g2), opt.update(p.b2, s.b2, g.b2);
+  opt.update(p.w3, s.w3, g.w3), opt.update(p.b3, s.b3, g.b3), opt.update(p.w4, s.w4, g.w4),
+      opt.update(p.b4, s.b4, g.b4);
+  return g.loss();
+}
 
 // Inference: batch norm with the running statistics, no dropout; the logits of a batch.
 template <index_t B>

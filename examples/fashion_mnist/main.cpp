@@ -30,25 +30,16 @@
 #include <thread>
 #include <vector>
 
-#include <tenfold/dist/communicator.hpp>
 #include <tenfold/io/idx.hpp>
 #include <tenfold/io/safetensors.hpp>
-#ifdef FASHION_MNIST_MPI
-#include <tenfold/dist/mpi.hpp>
-#endif
 
-#include "cnn.hpp"
 #include "plot.hpp"
+#include "steps.hpp" // cnn.hpp, and the communicator: MPI's where built with it
 
 namespace {
 using namespace tenfold;
 using namespace fashion;
 using clock_type = std::chrono::steady_clock;
-#ifdef FASHION_MNIST_MPI
-using communicator = dist::mpi_communicator;
-#else
-using communicator = dist::single_process;
-#endif
 
 constexpr index_t batch = 64, eval_batch = 100, train_count = 60000, test_count = 10000;
 // Fashion-MNIST's pixel mean and standard deviation (of x / 255 over the training set).
@@ -238,6 +229,7 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const auto order = shuffled(train_count, shuffle_rng);
     const auto e0 = clock_type::now();
+    const double waited0 = comm.seconds_waiting();
     double loss_sum = 0;
     for (long k = 0; k < steps; ++k) {
       gather(train, order.data() + k * batch + part.first, x, y, part.count);
@@ -254,14 +246,17 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
         std::fflush(stdout);
       }
     }
-    const double secs = std::chrono::duration<double>(clock_type::now() - e0).count();
+    const double secs = std::chrono::duration<double>(clock_type::now() - e0).count(),
+                 waited = comm.seconds_waiting() - waited0;
     check_replicas(*p, comm, epoch);
     accuracy = test_accuracy(*p, test, comm);
     losses.push_back(loss_sum / double(steps)), accuracies.push_back(accuracy);
     if (!root) continue;
     if (tty) std::printf("\r%*s\r", 110, "");
-    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, o.epochs, losses.back(), accuracy, secs,
-                double(steps * batch) / secs);
+    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)", epoch, o.epochs,
+                losses.back(), accuracy, secs, double(steps * batch) / secs);
+    if (comm.size() > 1) std::printf(", rank 0 waited %.1f s in collectives", waited);
+    std::printf("\n");
     std::fflush(stdout);
     csv << epoch << ',' << losses.back() << ',' << accuracy << ',' << secs << ',' << double(steps * batch) / secs << '\n' << std::flush;
     if (!plot_curves(png_path, losses, accuracies)) throw error(detail::message("fashion_mnist: cannot write ", png_path));

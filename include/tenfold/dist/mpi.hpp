@@ -138,6 +138,8 @@ class mpi_communicator {
   int local_size() const noexcept { return local_size_; }
   bool is_root() const noexcept { return rank_ == 0; }
   double timeout_seconds() const noexcept { return timeout_s_; }
+  // Time spent in wait() so far (every collective waits there): the other ranks' lag plus the transfers.
+  double seconds_waiting() const noexcept { return waiting_s_; }
   MPI_Comm native() const noexcept { return comm_; }
 
   // In place: every rank's buffer becomes the elementwise sum (mean, max, min) over the ranks.
@@ -228,7 +230,10 @@ class mpi_communicator {
     for (long polls = 0;; ++polls) {
       int done = 0;
       check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), "MPI_Test", p.what);
-      if (done) return;
+      if (done) {
+        waiting_s_ += std::chrono::duration<double>(clock::now() - t0).count();
+        return;
+      }
       if (polls < 4000) continue; // the other ranks are usually microseconds away: spin
       const double waited = std::chrono::duration<double>(clock::now() - t0).count();
       if (waited > timeout_s_)
@@ -306,7 +311,7 @@ class mpi_communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_size_ = 1;
-  double timeout_s_ = 300;
+  double timeout_s_ = 300, waiting_s_ = 0;
   bool owns_mpi_ = false;
   int exceptions_at_start_ = 0;
 };
