@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include <tenfold/dist/communicator.hpp>
+
 #include "../examples/fashion_mnist/cnn.hpp"
 #include "../examples/transformer_block.hpp"
 
@@ -151,13 +153,15 @@ TEST_CASE("a training step of the Fashion-MNIST CNN allocates nothing", "[alloc]
   Tensor<float, shape<B, 28, 28, 1>> x = normal<shape<B, 28, 28, 1>>(g);
   Tensor<std::int64_t, shape<B>> y;
   for (index_t i = 0; i < B; ++i) y(i) = i % 10;
+  const shard all{0, B, B}; // the whole batch, in one process
+  dist::single_process comm;
   // Warm-up: the GEMM's per-thread packing buffers grow to the largest product each thread has run,
   // and which thread runs which part of a product depends on timing; a few steps show every thread
   // every product (one step was not always enough under ctest -j2).
-  const float first = t->step(*p, *s, opt, 1e-3f, x, y, drop);
-  for (int i = 0; i < 3; ++i) t->step(*p, *s, opt, 1e-3f, x, y, drop);
+  const float first = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm);
+  for (int i = 0; i < 3; ++i) t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm);
   float later = 0;
-  CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, drop); }) == 0);
+  CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm); }) == 0);
   CHECK(std::isfinite(first));
   CHECK(later < first); // the same batch again, after four steps of Adam
 }
