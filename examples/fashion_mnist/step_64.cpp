@@ -1,0 +1,6 @@
+// trainer<64>::step: the whole batch in one process (steps.hpp).
+#include "steps.hpp"
+
+namespace fashion {
+template FASHION_MNIST_STEP(64);
+}

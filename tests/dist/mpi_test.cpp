@@ -1,0 +1,132 @@
+// The MPI communicator (include/tenfold/dist/mpi.hpp) under mpirun, any number of ranks:
+//   mpi_test          every collective on spans, Tensors and TensorMaps, and the errors it reports
+//   mpi_test kill     rank 1 is killed (SIGKILL) while rank 0 is in an allreduce
+//   mpi_test stop     rank 1 stops (SIGSTOP, a hung rank): rank 0's allreduce times out (TENFOLD_DIST_TIMEOUT)
+//   mpi_test throw    rank 1 fails with an exception while rank 0 is in an allreduce
+// The three failures must end every rank with a clear message, never hang (tests/dist/CMakeLists.txt
+// checks the message and the time). A plain program, not Catch2: every rank runs the checks, and a
+// failed check ends the job through abort(), naming the check and the rank.
+#include <signal.h>
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <tenfold/dist/mpi.hpp>
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+using dist::reduce_op;
+
+namespace {
+int checks = 0;
+#define CHECK(cond)                                                                                                    \
+  do {                                                                                                                 \
+    ++checks;                                                                                                          \
+    if (!(cond)) throw error(std::string("check failed: ") + #cond + " (line " + std::to_string(__LINE__) + ")");      \
+  } while (0)
+
+template <class F>
+bool throws_containing(F&& f, const std::string& text) {
+  try {
+    f();
+  } catch (const error& e) {
+    if (std::string(e.what()).find(text) != std::string::npos) return true;
+    std::fprintf(stderr, "unexpected message: %s\n", e.what());
+    return false;
+  }
+  return false;
+}
+
+void collectives(dist::mpi_communicator& comm) {
+  const int r = comm.rank(), n = comm.size();
+  const float tri = float(n * (n + 1) / 2); // sum over ranks of (rank + 1)
+  CHECK(n >= 1 && r >= 0 && r < n && comm.local_size() >= 1 && comm.local_size() <= n);
+
+  // a Tensor, sum and mean
+  Tensor<float, shape<3, 5>> t = full<float, shape<3, 5>>(float(r + 1));
+  comm.allreduce(t);
+  for (float x : t) CHECK(x == tri);
+  t = full<float, shape<3, 5>>(float(r + 1));
+  comm.allreduce(t, reduce_op::mean);
+  for (float x : t) CHECK(std::abs(x - tri / float(n)) < 1e-6f);
+  // a TensorMap over part of a buffer; what lies around it is untouched
+  std::vector<float> storage(40, -1.0f);
+  auto m = map<float, shape<4, 8>>(storage.data() + 4);
+  m = full<float, shape<4, 8>>(float(r));
+  comm.allreduce(m, reduce_op::max);
+  for (float x : m) CHECK(x == float(n - 1));
+  CHECK(storage[3] == -1.0f && storage[36] == -1.0f);
+  // a span of doubles, min; an integer sum
+  std::vector<double> d(7, double(r + 10));
+  comm.allreduce(std::span(d), reduce_op::min);
+  for (double x : d) CHECK(x == 10.0);
+  std::vector<std::int64_t> counts{r, 1, std::int64_t(1) << 40};
+  comm.allreduce(counts);
+  CHECK(counts[0] == std::int64_t(n) * (n - 1) / 2 && counts[1] == n && counts[2] == (std::int64_t(n) << 40));
+  // large enough to leave the small-message algorithms (a gradient bucket's size)
+  std::vector<float> big(300001);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = float(i % 1000) * float(r + 1);
+  auto p = comm.allreduce_start(big);
+  comm.wait(p);
+  for (std::size_t i = 0; i < big.size(); i += 997) CHECK(big[i] == float(i % 1000) * tri);
+
+  // broadcast from the last rank
+  Tensor<std::int32_t, shape<6>> b = full<std::int32_t, shape<6>>(r);
+  comm.broadcast(b, n - 1);
+  for (auto x : b) CHECK(x == n - 1);
+
+  // reduce_scatter and all_gather: ZeRO's pair
+  std::vector<float> in(std::size_t(3 * n)), out(3);
+  for (int i = 0; i < 3 * n; ++i) in[std::size_t(i)] = float(i + r);
+  comm.reduce_scatter(std::span<const float>(in), std::span<float>(out));
+  for (int j = 0; j < 3; ++j) CHECK(out[std::size_t(j)] == float(n * (3 * r + j) + n * (n - 1) / 2));
+  std::vector<float> mine{float(r), float(-r)}, all(std::size_t(2 * n));
+  comm.all_gather(std::span<const float>(mine), std::span<float>(all));
+  for (int k = 0; k < n; ++k) CHECK(all[std::size_t(2 * k)] == float(k) && all[std::size_t(2 * k + 1)] == float(-k));
+  comm.barrier();
+
+  // errors: found locally, before any collective starts (so every rank throws, nobody waits)
+  in.push_back(0.0f);
+  CHECK(throws_containing([&] { comm.reduce_scatter(std::span<const float>(in), std::span<float>(out)); }, "expected"));
+  CHECK(throws_containing([&] { comm.broadcast(b, n); }, "is not a rank"));
+  CHECK(throws_containing([&] { comm.allreduce(counts, reduce_op::mean); }, "a mean needs a float"));
+  // a value the ranks disagree on: every rank throws, naming the range
+  comm.check_same(42, "the answer");
+  if (n > 1)
+    CHECK(throws_containing([&] { comm.check_same(r, "the rank"); }, "the ranks disagree on the rank: from 0 to"));
+}
+
+void failing(dist::mpi_communicator& comm, const std::string& how) {
+  std::vector<float> v(1000, 1.0f);
+  comm.allreduce(v); // everyone is up
+  if (comm.rank() == 1) {
+    if (how == "kill") raise(SIGKILL);
+    if (how == "stop") raise(SIGSTOP);
+    if (how == "throw") throw error("rank 1 failed on purpose");
+  }
+  for (int i = 0; i < 1000000; ++i) comm.allreduce(v); // rank 0 waits here for rank 1
+  throw error("the job went on without rank 1");
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  dist::mpi_communicator comm(argc, argv);
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode.empty()) {
+      collectives(comm);
+      if (comm.is_root()) std::printf("mpi_test: %d checks passed on each of %d ranks\n", checks, comm.size());
+    } else if (mode == "kill" || mode == "stop" || mode == "throw") {
+      if (comm.size() < 2) throw error("mpi_test " + mode + " needs at least 2 ranks");
+      failing(comm, mode);
+    } else {
+      throw error("mpi_test: unknown mode " + mode);
+    }
+  } catch (const std::exception& e) {
+    comm.abort(e.what());
+  }
+  return 0;
+}
