@@ -69,7 +69,7 @@ TEST_CASE("rewritten expressions compute what they stand for", "[rewrite]") {
 
 // Online softmax: the plain definition of log_softmax keeps its form, (x - max) - log Σ exp(x - max), but
 // its two row constants are the halves of one shifted log-sum-exp accumulation (max and sum in one
-// pass), which a row computes once: the row memo keys both as that accumulation. (softmax keeps its
+// pass), which a row computes once: plan/same_reductions.hpp counts both as that accumulation. (softmax keeps its
 // definition: measured, its exp(x - max) computed once per element and kept in the output row
 // (cpu/row_tee.hpp) beats exp(x - lse), which takes two exps per element.)
 namespace {
@@ -80,7 +80,7 @@ using max_part_t = detail::reduce_node<ops::shifted_logsumexp_part<true>, X, las
 using log_sum_part_t = detail::reduce_node<ops::shifted_logsumexp_part<false>, X, last_axis, true>;
 } // namespace
 static_assert(same<decltype(log_softmax(x)), decltype((x - std::declval<max_part_t>()) - std::declval<log_sum_part_t>())>);
-static_assert(same<cpu::memo_identity_t<max_part_t>, lse_t> && same<cpu::memo_identity_t<log_sum_part_t>, lse_t>);
+static_assert(same<plan::shared_accumulation_t<max_part_t>, lse_t> && same<plan::shared_accumulation_t<log_sum_part_t>, lse_t>);
 // softmax keeps exp(x - max) (accuracy: see ops/rewrite.hpp); its division by the row sum becomes one
 // reciprocal per row and a multiply per element.
 static_assert(!same<decltype(softmax(x)), decltype(exp(x - std::declval<lse_t>()))>);

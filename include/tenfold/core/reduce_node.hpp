@@ -53,7 +53,7 @@ struct reduce_node : node_tag {
   }
 
   // Input multi-index of output `out` with the reduced axes at zero.
-  TENFOLD_HD static void base_index(const index_t* out, index_t* in) {
+  TENFOLD_HD static constexpr void base_index(const index_t* out, index_t* in) {
     for (int i = 0, k = 0; i < C::rank; ++i) {
       if (!Mask[i]) in[i] = out[k++];
       else {

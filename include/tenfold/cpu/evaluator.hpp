@@ -120,6 +120,7 @@ void run_elementwise(const Dst& dst, const N& n) {
   else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
+    [[maybe_unused]] const bool share = plan::same_repeated_reductions(n); // (plan/same_reductions.hpp: once per launch)
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     auto row = [&](const index_t* idx, index_t j, index_t stop) {
       if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
@@ -129,7 +130,8 @@ void run_elementwise(const Dst& dst, const N& n) {
           return run_tee_rows<K, L, false>(dst, n, o, o + 1);
         }
       }
-      [[maybe_unused]] const std::conditional_t<has_row_reduction<K, N>(), row_memo_scope, no_memo_scope> memo; // each reduction once per row
+      // each kind of reduction once per row, when the launch found the kinds' operands equal
+      [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
       if constexpr (vec && K > 0 && has_row_reduction<K, N>()) {

@@ -13,7 +13,7 @@ namespace tenfold::cpu {
 template <class Dst, class N>
 void run(const Dst& dst, const N& n);
 
-struct arena_buffers : plan::walk_state {
+struct arena_buffers : plan::memory_hooks<detail::ref_holder> {
   std::byte* base;
   const index_t* offsets;
   int count;
@@ -29,19 +29,6 @@ struct arena_buffers : plan::walk_state {
   template <class Dst, class N>
   void run(const Dst& dst, const N& n) {
     cpu::run(dst, n);
-  }
-  template <class L>
-  std::remove_cvref_t<L> leaf(L&& l) const {
-    return std::forward<L>(l);
-  }
-  template <class L>
-  plan::binding bound(const L& value) const {
-    return {-1, value.data()};
-  }
-  template <class P>
-  auto resolve(plan::binding b) const {
-    using T = typename P::element_type;
-    return detail::leaf<T, typename P::shape_type, P::strides, P::offset, detail::ref_holder<T>>{{}, {static_cast<T*>(b.data)}};
   }
 };
 } // namespace tenfold::cpu

@@ -1,31 +1,28 @@
 #pragma once
 // Reductions that one output row reads more than once, computed once. layer_norm's tail reads
 // x - mean(x) and so does its variance, mean(square(x - mean(x))): each is a separate subtree, so
-// the row would sweep for mean(x) twice (log_softmax's max likewise). While a row is evaluated
-// (a `row_memo_scope` on the stack: the CPU evaluator opens one per output row), the row-constant
-// reductions it computes are remembered by their node's type and bytes and the reduced index.
-// Equal bytes mean the same operands (nodes are plain aggregates of pointers and numbers; unequal
-// padding only costs a recomputation), and nothing is written between two reads inside one scope:
-// the row's stores start after all of its reductions are taken. Reductions whose ops run the same
-// accumulation (an op that declares `using accumulation = Other;`, as log_softmax's max and log-sum
-// halves do) share one entry: the node is keyed as the reduction of that accumulation, and only the
-// finalize step, applied by the reader, differs.
+// the row would sweep for mean(x) twice (log_softmax's max likewise). plan/same_reductions.hpp decides
+// which reductions are of one kind (from the types) and checks once per launch that those of one kind
+// hold the same operands; then, while a row is evaluated (a `row_memo_scope` on the stack: the CPU
+// evaluator opens one per output row), each kind's result is remembered per reduced index. The
+// index is compared at run time: one kind can be read at different indices in one row (a reduction
+// nested in another's operand, seen through another view).
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
 
 #include "tenfold/core/config.hpp"
-#include "tenfold/core/reduce_node.hpp"
+#include "tenfold/plan/same_reductions.hpp"
 
 namespace tenfold::cpu {
 
 struct row_memo {
-  static constexpr std::size_t key_bytes = 256, value_bytes = 32;
-  static constexpr int capacity = 8;
+  static constexpr std::size_t value_bytes = 32;
+  static constexpr int capacity = 8, max_rank = 8;
   struct entry {
-    const void* type;
-    std::size_t size;
-    alignas(16) unsigned char key[key_bytes];
+    const void* kind;
+    std::array<index_t, max_rank> idx;
     alignas(16) unsigned char value[value_bytes];
   };
   entry entries[capacity];
@@ -36,51 +33,42 @@ struct row_memo {
   }
 };
 
-// Opens a row's memo for this thread until the end of the scope (scopes nest).
+// Opens a row's memo for this thread until the end of the scope (scopes nest), when `on` (the launch's
+// check that reductions of one kind hold the same operands passed).
 class row_memo_scope {
   row_memo memo_;
   row_memo* prev_;
+  bool on_;
 
 public:
-  row_memo_scope() : prev_(row_memo::current()) { row_memo::current() = &memo_; }
-  ~row_memo_scope() { row_memo::current() = prev_; }
+  explicit row_memo_scope(bool on) : prev_(row_memo::current()), on_(on) {
+    if (on_) row_memo::current() = &memo_;
+  }
+  ~row_memo_scope() {
+    if (on_) row_memo::current() = prev_;
+  }
   row_memo_scope(const row_memo_scope&) = delete;
   row_memo_scope& operator=(const row_memo_scope&) = delete;
 };
-
-struct no_memo_scope {};
+struct no_memo_scope {
+  explicit no_memo_scope(bool) {}
+};
 
 template <class T>
-inline constexpr char memo_type_tag = 0;
+inline constexpr char memo_kind_tag = 0;
 
-template <class N>
-struct memo_identity {
-  using type = N;
-};
-template <class Op, class C, auto Mask, bool Keep>
-  requires requires { typename Op::accumulation; }
-struct memo_identity<detail::reduce_node<Op, C, Mask, Keep>> {
-  using type = detail::reduce_node<typename Op::accumulation, C, Mask, Keep>;
-  static_assert(sizeof(type) == sizeof(detail::reduce_node<Op, C, Mask, Keep>));
-};
-template <class N>
-using memo_identity_t = typename memo_identity<N>::type;
-
-// compute() for reduction node `n` at reduced index `idx` (R entries), or its remembered value.
+// compute() for reduction node `n` (of type N) at reduced index `idx` (R entries), or the value
+// remembered for its kind at that index in this row.
 template <class N, int R, class F>
-auto memo_reduce(const N& n, const index_t* idx, F&& compute) {
+auto memo_reduce(const N&, const index_t* idx, F&& compute) {
   using A = decltype(compute());
-  constexpr std::size_t size = sizeof(N) + sizeof(index_t) * R;
   row_memo* m = row_memo::current();
-  if constexpr (size <= row_memo::key_bytes && sizeof(A) <= row_memo::value_bytes && std::is_trivially_copyable_v<A> &&
-                std::is_trivially_copyable_v<N>) {
+  if constexpr (R <= row_memo::max_rank && sizeof(A) <= row_memo::value_bytes && std::is_trivially_copyable_v<A>) {
     if (m) {
-      alignas(16) unsigned char key[size];
-      std::memcpy(key, static_cast<const void*>(&n), sizeof(N));
-      if constexpr (R > 0) std::memcpy(key + sizeof(N), idx, sizeof(index_t) * R);
+      const void* kind = &memo_kind_tag<plan::shared_accumulation_t<N>>;
       for (int i = 0; i < m->count; ++i) {
         const auto& e = m->entries[i];
-        if (e.type == &memo_type_tag<memo_identity_t<N>> && e.size == size && std::memcmp(e.key, key, size) == 0) {
+        if (e.kind == kind && std::equal(idx, idx + R, e.idx.begin())) {
           A a;
           std::memcpy(static_cast<void*>(&a), e.value, sizeof(A));
           return a;
@@ -89,9 +77,8 @@ auto memo_reduce(const N& n, const index_t* idx, F&& compute) {
       const A a = compute();
       if (m->count < row_memo::capacity) {
         auto& e = m->entries[m->count++];
-        e.type = &memo_type_tag<memo_identity_t<N>>;
-        e.size = size;
-        std::memcpy(e.key, key, size);
+        e.kind = kind;
+        std::copy(idx, idx + R, e.idx.begin());
         std::memcpy(e.value, static_cast<const void*>(&a), sizeof(A));
       }
       return a;

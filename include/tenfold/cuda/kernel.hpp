@@ -159,11 +159,13 @@ struct decode<concat_key<Axis, C...>> {
 template <class T>
 using decode_t = typename decode<T>::type;
 
-// What one launch receives: where to write and what to compute.
+// What one launch receives: where to write, what to compute, and whether the reductions of each kind
+// in n hold the same operands (plan/same_reductions.hpp: the row kernels then compute each kind once).
 template <class Dst, class N>
 struct kernel_args {
   Dst dst;
   N n;
+  bool share = false;
 };
 
 template <std::size_t Bytes, std::size_t Align>
@@ -177,7 +179,8 @@ __global__ void __launch_bounds__(Body::max_threads) kernel(const kernel_bytes<B
   // The nodes are trivially copyable aggregates of pointers and numbers (std::tuple included, in
   // effect): reading the bytes as them is what passing them by value would have done.
   const Args& args = *reinterpret_cast<const Args*>(packed.bytes);
-  Body::run(args.dst, args.n);
+  if constexpr (requires { Body::run(args.dst, args.n, args.share); }) Body::run(args.dst, args.n, args.share);
+  else Body::run(args.dst, args.n);
 }
 
 // (Key arrives deduced, see key_of.)
@@ -192,8 +195,8 @@ void launch_keyed(Key, dim3 grid, dim3 block, stream_ref s, const Args& args, co
 
 // Launches Body over (dst, n) on stream s; a launch error throws tenfold::error naming `what`.
 template <class Body, class Dst, class N>
-void launch(dim3 grid, dim3 block, stream_ref s, const Dst& dst, const N& n, const char* what) {
+void launch(dim3 grid, dim3 block, stream_ref s, const Dst& dst, const N& n, const char* what, bool share = false) {
   using Args = kernel_args<Dst, N>;
-  launch_keyed<Body>(key_of(static_cast<Args*>(nullptr)), grid, block, s, Args{dst, n}, what);
+  launch_keyed<Body>(key_of(static_cast<Args*>(nullptr)), grid, block, s, Args{dst, n, share}, what);
 }
 } // namespace tenfold::cuda::detail

@@ -14,7 +14,7 @@ template <class Dst, class N>
 void run(const Dst& dst, const N& n, stream_ref s);
 } // namespace detail
 
-struct arena_slots : plan::walk_state {
+struct arena_slots : plan::memory_hooks<device_holder> {
   std::byte* base;
   const index_t* offsets;
   int count;
@@ -29,19 +29,6 @@ struct arena_slots : plan::walk_state {
   template <class Dst, class N>
   void run(const Dst& dst, const N& n) {
     detail::run(dst, n, stream);
-  }
-  template <class L>
-  std::remove_cvref_t<L> leaf(L&& l) const {
-    return std::forward<L>(l);
-  }
-  template <class L>
-  plan::binding bound(const L& value) const {
-    return {-1, value.data()};
-  }
-  template <class P>
-  auto resolve(plan::binding b) const {
-    using T = typename P::element_type;
-    return tenfold::detail::leaf<T, typename P::shape_type, P::strides, P::offset, device_holder<T>>{{}, {static_cast<T*>(b.data)}};
   }
 };
 } // namespace tenfold::cuda

@@ -1,7 +1,8 @@
 #pragma once
 // What the row-fused kernels share (cuda/rows.hpp's generic kernel, cuda/rows_vector.hpp's vector path):
-// which reductions of a tree are "slots" (computed once per row, in post-order), where each slot's
-// result lives, and the groups of threads (a warp, a block, one thread) that reduce a row together.
+// where each slot's result lives (which reductions are slots, their order and which of them share one
+// result: plan/row_slots.hpp), and the groups of threads (a warp, a block, one thread) that reduce a
+// row together.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -10,56 +11,24 @@
 #include "tenfold/cuda/group.hpp"
 #include "tenfold/plan/fusion.hpp"
 #include "tenfold/plan/nest_node.hpp"
+#include "tenfold/plan/row_slots.hpp"
+#include "tenfold/plan/same_reductions.hpp"
 
 namespace tenfold::cuda::detail {
 
-// Reduced axes of a reduction, as a bit set over its input's axes (bit i: axis i).
-template <class Rd>
-constexpr unsigned mask_bits() {
-  unsigned m = 0;
-  for (int i = 0; i < Rd::input_shape::rank; ++i)
-    if (Rd::mask[i]) m |= 1u << i;
-  return m;
-}
+// The slots' numbering and their sharing are decided in plan/row_slots.hpp.
+using plan::child_base;
+using plan::has_slots;
+using plan::is_slot;
+using plan::mask_bits;
+using plan::slot_count;
 
-// Is N a reduction seen through a broadcast that is constant along the axes in `Varying` (the axes a
-// row iterates over)? Then it is computed once per row, into a slot.
-template <class N, unsigned Varying>
-constexpr bool is_slot() {
-  if constexpr (!plan::is_reduce_view_v<N>) return false;
-  else {
-    for (int j = 0; j < int(N::map_type::src.size()); ++j) {
-      const int a = N::map_type::src[j];
-      if (a >= 0 && N::shape_type::dims[a] != 1 && ((Varying >> a) & 1u)) return false;
-    }
-    return true;
-  }
-}
-
-template <class N, unsigned Varying>
-constexpr int slot_count() {
-  [[maybe_unused]] constexpr plan::nest_node kind = plan::nest_kind_v<N>; // a node kind the nests do not know stops here
-  if constexpr (is_slot<N, Varying>()) {
-    using Rd = typename N::child_type;
-    return slot_count<typename Rd::child_type, mask_bits<Rd>()>() + 1;
-  } else if constexpr (is_map_node_v<N>) {
-    return []<class... C>(std::tuple<C...>*) { return (0 + ... + slot_count<C, Varying>()); }(static_cast<decltype(N::args)*>(nullptr));
-  } else {
-    return 0; // the other kinds hold no slot: the walk takes reductions out of views and pads
-  }
-}
-
-// Slot base of child I of a map node: the slots of the children before it come first.
-template <class Args, unsigned Varying, std::size_t I>
-constexpr int child_base() {
-  return []<std::size_t... J>(std::index_sequence<J...>) {
-    return (0 + ... + slot_count<std::tuple_element_t<J, Args>, Varying>());
-  }(std::make_index_sequence<I>{});
-}
-
-template <class N, unsigned Varying>
-constexpr bool has_slots() {
-  return slot_count<N, Varying>() > 0;
+// The slot whose result slot S reads: S itself, or an earlier slot of the same reduction at the same
+// index (Sh: plan::row_slot_sharing of the slot array's tree; void: none shared).
+template <class Sh, int S>
+constexpr int shared_slot() {
+  if constexpr (std::is_void_v<Sh>) return S;
+  else return Sh::share[std::size_t(S)];
 }
 
 // A view of a reduction (a function, not `&&` in an `if constexpr`: nvcc substitutes both sides).

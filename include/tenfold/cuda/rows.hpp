@@ -39,8 +39,8 @@ template <class N, unsigned Varying, int Base>
 __device__ compute_t<typename N::value_type> row_value(const N& n, const index_t* idx, const slot* slots);
 template <class Rd>
 __device__ compute_t<typename Rd::value_type> sequential_reduce(const Rd& rd, const index_t* idx);
-template <class N, unsigned Varying, int Base, class G, std::size_t... I>
-__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, std::index_sequence<I...>);
+template <class N, unsigned Varying, int Base, class Sh, class G, std::size_t... I>
+__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, bool share, std::index_sequence<I...>);
 
 // Rd reduced over its whole reduced subspace from `base`, by the group; every thread gets the result.
 template <class Rd, int Base, class G>
@@ -69,27 +69,35 @@ __device__ typename Rd::acc_type group_reduce(const Rd& rd, const index_t* base,
   return g.template allmerge<Op>(acc);
 }
 
-// Fills the slots of N's subtree for the row through idx, innermost reductions first.
-template <class N, unsigned Varying, int Base, class G>
-__device__ void compute_slots(const N& n, const index_t* idx, slot* slots, const G& g) {
+// Fills the slots of N's subtree for the row through idx, innermost reductions first. A slot that
+// plan/row_slots.hpp pairs with an earlier one copies its result when the launch found the operands
+// alike (`share`).
+template <class N, unsigned Varying, int Base, class Sh, class G>
+__device__ void compute_slots(const N& n, const index_t* idx, slot* slots, const G& g, bool share) {
   if constexpr (is_slot<N, Varying>()) {
     using Rd = typename N::child_type;
     using C = typename Rd::child_type;
+    constexpr int s = Base + slot_count<C, mask_bits<Rd>()>();
+    if constexpr (shared_slot<Sh, s>() != s) {
+      if (share) {
+        slots[s] = slots[shared_slot<Sh, s>()];
+        return;
+      }
+    }
     index_t in[Rd::rank > 0 ? Rd::rank : 1], base[C::rank > 0 ? C::rank : 1];
     N::map_type::map(idx, in);
     Rd::base_index(in, base);
-    compute_slots<C, mask_bits<Rd>(), Base>(n.arg.arg, base, slots, g);
+    compute_slots<C, mask_bits<Rd>(), Base, Sh>(n.arg.arg, base, slots, g, share);
     const auto acc = group_reduce<Rd, Base>(n.arg, base, slots, g);
-    slots[Base + slot_count<C, mask_bits<Rd>()>()].put(
-        static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
+    slots[s].put(static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
   } else if constexpr (is_map_node_v<N>) {
-    compute_map_slots<N, Varying, Base>(n, idx, slots, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    compute_map_slots<N, Varying, Base, Sh>(n, idx, slots, g, share, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
   }
 }
-template <class N, unsigned Varying, int Base, class G, std::size_t... I>
-__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, std::index_sequence<I...>) {
+template <class N, unsigned Varying, int Base, class Sh, class G, std::size_t... I>
+__device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, bool share, std::index_sequence<I...>) {
   using Args = decltype(N::args);
-  (compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(std::get<I>(n.args), idx, slots, g), ...);
+  (compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Sh>(std::get<I>(n.args), idx, slots, g, share), ...);
 }
 
 template <class N, unsigned Varying, int Base, std::size_t... I>
@@ -128,7 +136,7 @@ __device__ compute_t<typename Rd::value_type> sequential_reduce(const Rd& rd, co
   slot local[slot_count<C, varying>() + 1];
   index_t base[C::rank > 0 ? C::rank : 1];
   Rd::base_index(idx, base);
-  compute_slots<C, varying, 0>(rd.arg, base, local, single_thread{});
+  compute_slots<C, varying, 0, void>(rd.arg, base, local, single_thread{}, false); // (not shared: see row_value)
   const auto acc = group_reduce<Rd, 0>(rd, base, local, single_thread{});
   return static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count));
 }
@@ -139,7 +147,7 @@ __device__ compute_t<typename Rd::value_type> sequential_reduce(const Rd& rd, co
 struct pointwise_body {
   static constexpr int max_threads = elementwise_block;
   template <class Dst, class N>
-  __device__ static void run(const Dst& dst, const N& n) {
+  __device__ static void run(const Dst& dst, const N& n, bool share) {
     using S = typename N::shape_type;
     using D = typename Dst::value_type;
     const index_t stride = index_t(gridDim.x) * blockDim.x;
@@ -147,7 +155,7 @@ struct pointwise_body {
       index_t idx[S::rank > 0 ? S::rank : 1];
       tenfold::detail::unravel<S>(i, idx);
       slot local[slot_count<N, 0u>() + 1];
-      compute_slots<N, 0u, 0>(n, idx, local, single_thread{});
+      compute_slots<N, 0u, 0, plan::row_slot_sharing<N, 0u>>(n, idx, local, single_thread{}, share);
       dst.data()[Dst::offset_of(idx)] = convert<D>(row_value<N, 0u, 0>(n, idx, local));
     }
   }
@@ -164,11 +172,11 @@ constexpr bool holds_reduction() {
 template <class Dst, class N>
 void run_pointwise(const Dst& dst, const N& n, stream_ref s) {
   constexpr launch_shape l = elementwise_launch(N::shape_type::size, 1);
-  launch<pointwise_body>(l.grid, l.block, s, dst, n, "tenfold::cuda pointwise kernel");
+  launch<pointwise_body>(l.grid, l.block, s, dst, n, "tenfold::cuda pointwise kernel", plan::same_repeated_reductions(n));
 }
 
 template <class Dst, class N, class G>
-__device__ void run_row(const Dst& dst, const N& n, index_t row, const G& g) {
+__device__ void run_row(const Dst& dst, const N& n, index_t row, const G& g, bool share) {
   using S = typename N::shape_type;
   using D = typename Dst::value_type;
   index_t idx[S::rank > 0 ? S::rank : 1];
@@ -179,7 +187,7 @@ __device__ void run_row(const Dst& dst, const N& n, index_t row, const G& g) {
     index_t base[C::rank > 0 ? C::rank : 1];
     tenfold::detail::unravel<S>(row, idx);
     N::base_index(idx, base);
-    compute_slots<C, varying, 0>(n.arg, base, slots, g);
+    compute_slots<C, varying, 0, plan::row_slot_sharing<C, varying>>(n.arg, base, slots, g, share);
     const auto acc = group_reduce<N, 0>(n, base, slots, g);
     if (g.rank() == 0) dst.data()[Dst::offset_of(idx)] = convert<D>(static_cast<compute_t<typename N::value_type>>(N::op_type::finalize(acc, N::count)));
   } else {
@@ -188,7 +196,7 @@ __device__ void run_row(const Dst& dst, const N& n, index_t row, const G& g) {
     constexpr index_t cols = S::dims[R - 1];
     slot slots[slot_count<N, varying>() + 1];
     tenfold::detail::unravel<S>(row * cols, idx);
-    compute_slots<N, varying, 0>(n, idx, slots, g);
+    compute_slots<N, varying, 0, plan::row_slot_sharing<N, varying>>(n, idx, slots, g, share);
     for (index_t j = g.rank(); j < cols; j += group_size(g)) {
       idx[R - 1] = j;
       dst.data()[Dst::offset_of(idx)] = convert<D>(row_value<N, varying, 0>(n, idx, slots));
@@ -200,20 +208,20 @@ template <bool WarpPerRow>
 struct row_body {
   static constexpr int max_threads = WarpPerRow ? int(rows_block) : 1024;
   template <class Dst, class N>
-  __device__ static void run(const Dst& dst, const N& n);
+  __device__ static void run(const Dst& dst, const N& n, bool share);
 };
 template <bool WarpPerRow>
 template <class Dst, class N>
-__device__ void row_body<WarpPerRow>::run(const Dst& dst, const N& n) {
+__device__ void row_body<WarpPerRow>::run(const Dst& dst, const N& n, bool share) {
   constexpr index_t rows = row_count<N>();
   if constexpr (WarpPerRow) {
     const unsigned per_block = blockDim.x / warp_size;
     const index_t first = index_t(blockIdx.x) * per_block + threadIdx.x / warp_size, step = index_t(gridDim.x) * per_block;
     // Whole warps leave together: the shuffles inside need every lane.
-    for (index_t r = first; r < rows; r += step) run_row(dst, n, r, warp_group{});
+    for (index_t r = first; r < rows; r += step) run_row(dst, n, r, warp_group{}, share);
   } else {
     __shared__ alignas(16) unsigned char scratch[(1024 / warp_size + 1) * max_acc_bytes];
-    for (index_t r = blockIdx.x; r < rows; r += gridDim.x) run_row(dst, n, r, block_group{scratch});
+    for (index_t r = blockIdx.x; r < rows; r += gridDim.x) run_row(dst, n, r, block_group{scratch}, share);
   }
 }
 
@@ -230,9 +238,10 @@ void run_rows(const Dst& dst, const N& n, stream_ref s) {
   constexpr index_t rows = row_count<N>();
   if constexpr (rows == 0 || N::shape_type::size == 0) return;
   else {
-    if (run_vector_rows(dst, n, s)) return;
+    const bool share = plan::same_repeated_reductions(n); // (once per launch: plan/same_reductions.hpp)
+    if (run_vector_rows(dst, n, s, share)) return;
     constexpr launch_shape l = row_launch(rows, row_length<N>());
-    launch<row_body<(l.per_block > 1)>>(l.grid, l.block, s, dst, n, "tenfold::cuda row kernel");
+    launch<row_body<(l.per_block > 1)>>(l.grid, l.block, s, dst, n, "tenfold::cuda row kernel", share);
   }
 }
 } // namespace tenfold::cuda::detail

@@ -307,34 +307,44 @@ __device__ __forceinline__ typename Rd::acc_type vector_group_reduce(const Rd& r
   return g.template allmerge<Op>(acc[0]);
 }
 
-template <class N, unsigned Varying, int Base, class Tl, class G, class Cache>
-__device__ __forceinline__ void vector_compute_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache);
-template <class N, unsigned Varying, int Base, class Tl, class G, class Cache, std::size_t... I>
+template <class N, unsigned Varying, int Base, class Tl, class Sh, class G, class Cache>
+__device__ __forceinline__ void vector_compute_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache, bool share);
+template <class N, unsigned Varying, int Base, class Tl, class Sh, class G, class Cache, std::size_t... I>
 __device__ __forceinline__ void vector_compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache,
-                                                         std::index_sequence<I...>) {
+                                                         bool share, std::index_sequence<I...>) {
   using Args = decltype(N::args);
-  (vector_compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl>(std::get<I>(n.args), idx, slots, g, cache),
+  (vector_compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl, Sh>(std::get<I>(n.args), idx, slots, g,
+                                                                                                               cache, share),
    ...);
 }
-// Fills the slots of N's subtree for the row through idx, innermost reductions first (as compute_slots).
-template <class N, unsigned Varying, int Base, class Tl, class G, class Cache>
-__device__ __forceinline__ void vector_compute_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache) {
+// Fills the slots of N's subtree for the row through idx, innermost reductions first (as compute_slots,
+// sharing as it does).
+template <class N, unsigned Varying, int Base, class Tl, class Sh, class G, class Cache>
+__device__ __forceinline__ void vector_compute_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache, bool share) {
   if constexpr (is_slot<N, Varying>()) {
     using Rd = typename N::child_type;
     using C = typename Rd::child_type;
+    constexpr int s = Base + slot_count<C, mask_bits<Rd>()>();
+    if constexpr (shared_slot<Sh, s>() != s) {
+      if (share) {
+        slots[s] = slots[shared_slot<Sh, s>()];
+        return;
+      }
+    }
     index_t in[Rd::rank > 0 ? Rd::rank : 1], base[C::rank > 0 ? C::rank : 1];
     N::map_type::map(idx, in);
     Rd::base_index(in, base);
-    vector_compute_slots<C, mask_bits<Rd>(), Base, Tl>(n.arg.arg, base, slots, g, cache);
+    vector_compute_slots<C, mask_bits<Rd>(), Base, Tl, Sh>(n.arg.arg, base, slots, g, cache, share);
     const auto acc = vector_group_reduce<Rd, Base, Tl>(n.arg, base, slots, g, cache);
-    slots[Base + slot_count<C, mask_bits<Rd>()>()].put(static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
+    slots[s].put(static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
   } else if constexpr (is_map_node_v<N>) {
-    vector_compute_map_slots<N, Varying, Base, Tl>(n, idx, slots, g, cache, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    vector_compute_map_slots<N, Varying, Base, Tl, Sh>(n, idx, slots, g, cache, share,
+                                                       std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
   }
 }
 
 template <class Tl, class Dst, class N, class G>
-__device__ __forceinline__ void vector_run_row(const Dst& dst, const N& n, index_t row, const G& g) {
+__device__ __forceinline__ void vector_run_row(const Dst& dst, const N& n, index_t row, const G& g, bool share) {
   using S = typename N::shape_type;
   using D = typename Dst::value_type;
   constexpr int V = Tl::vector;
@@ -348,7 +358,7 @@ __device__ __forceinline__ void vector_run_row(const Dst& dst, const N& n, index
     N::base_index(idx, base);
     const auto cache = load_row_cache<Tl, varying, true>(n.arg, base, g);
     slot slots[slot_count<C, varying>() + 1];
-    vector_compute_slots<C, varying, 0, Tl>(n.arg, base, slots, g, cache);
+    vector_compute_slots<C, varying, 0, Tl, plan::row_slot_sharing<C, varying>>(n.arg, base, slots, g, cache, share);
     const auto acc = vector_group_reduce<N, 0, Tl>(n, base, slots, g, cache);
     if (rank == 0) dst.data()[Dst::offset_of(idx)] = convert<D>(static_cast<compute_t<typename N::value_type>>(N::op_type::finalize(acc, N::count)));
   } else {
@@ -356,7 +366,7 @@ __device__ __forceinline__ void vector_run_row(const Dst& dst, const N& n, index
     tenfold::detail::unravel<S>(row * Tl::cols, idx);
     const auto cache = load_row_cache<Tl, varying, false>(n, idx, g);
     slot slots[slot_count<N, varying>() + 1];
-    vector_compute_slots<N, varying, 0, Tl>(n, idx, slots, g, cache);
+    vector_compute_slots<N, varying, 0, Tl, plan::row_slot_sharing<N, varying>>(n, idx, slots, g, cache, share);
     D* const out = dst.data() + Dst::offset_of(idx);
     each_chunk<Tl::chunks>([&](auto ch) {
       constexpr int c = decltype(ch)::value;
@@ -378,26 +388,26 @@ struct vector_row_body {
   static constexpr bool warp_per_row = Tl::group == unsigned(warp_size);
   static constexpr int max_threads = warp_per_row ? int(rows_block) : int(Tl::group);
   template <class Dst, class N>
-  __device__ static void run(const Dst& dst, const N& n);
+  __device__ static void run(const Dst& dst, const N& n, bool share);
 };
 template <class Tl>
 template <class Dst, class N>
-__device__ void vector_row_body<Tl>::run(const Dst& dst, const N& n) {
+__device__ void vector_row_body<Tl>::run(const Dst& dst, const N& n, bool share) {
   constexpr index_t rows = row_count<N>();
   if constexpr (warp_per_row) {
     const unsigned per_block = blockDim.x / warp_size;
     const index_t first = index_t(blockIdx.x) * per_block + threadIdx.x / warp_size, step = index_t(gridDim.x) * per_block;
-    for (index_t r = first; r < rows; r += step) vector_run_row<Tl>(dst, n, r, warp_group{}); // whole warps leave together
+    for (index_t r = first; r < rows; r += step) vector_run_row<Tl>(dst, n, r, warp_group{}, share); // whole warps leave together
   } else {
     __shared__ alignas(16) unsigned char scratch[(Tl::group / warp_size + 1) * max_acc_bytes];
-    for (index_t r = blockIdx.x; r < rows; r += gridDim.x) vector_run_row<Tl>(dst, n, r, block_group{scratch});
+    for (index_t r = blockIdx.x; r < rows; r += gridDim.x) vector_run_row<Tl>(dst, n, r, block_group{scratch}, share);
   }
 }
 
 // Runs the vector kernel where the tree qualifies and its pointers are aligned; false: the caller runs
 // the generic kernel.
 template <class Dst, class N>
-bool run_vector_rows(const Dst& dst, const N& n, stream_ref s) {
+bool run_vector_rows(const Dst& dst, const N& n, stream_ref s, bool share) {
   if constexpr (!vector_rows_eligible<Dst, N>()) {
     return false;
   } else {
@@ -409,7 +419,7 @@ bool run_vector_rows(const Dst& dst, const N& n, stream_ref s) {
       if (!row_leaves_aligned<V>(dst)) return false;
     }
     using Tl = row_tiling<row_group(l), V, row_chunks(l, cols), cols>;
-    launch<vector_row_body<Tl>>(l.grid, l.block, s, dst, n, "tenfold::cuda vector row kernel");
+    launch<vector_row_body<Tl>>(l.grid, l.block, s, dst, n, "tenfold::cuda vector row kernel", share);
     return true;
   }
 }

@@ -51,6 +51,26 @@ struct walk_state {
   binding lets[max_let_depth]{};
 };
 
+// The hooks of a backend whose leaves and buffers are plain memory (the CPU's and CUDA's): a leaf is
+// read as it is, a let binds its value's address, and a placeholder reads that address with its own
+// shape and strides through the backend's holder (a host or a device pointer).
+template <template <class> class Holder>
+struct memory_hooks : walk_state {
+  template <class L>
+  std::remove_cvref_t<L> leaf(L&& l) const {
+    return std::forward<L>(l);
+  }
+  template <class L>
+  binding bound(const L& value) const {
+    return {-1, value.data()};
+  }
+  template <class P>
+  auto resolve(binding b) const {
+    using T = typename P::element_type;
+    return detail::leaf<T, typename P::shape_type, P::strides, P::offset, Holder<T>>{{}, {static_cast<T*>(b.data)}};
+  }
+};
+
 namespace walk {
 
 template <class Scope, class B, class N>

@@ -1,0 +1,137 @@
+#pragma once
+// Which reductions of one loop nest compute the same values, decided once for every backend.
+//
+// The composites read a reduction more than once: layer_norm's x - mean(x) appears in its numerator and
+// inside its variance, softmax's exp(x - max(x)) in its numerator and inside its sum, log_softmax's two
+// halves run one accumulation. Each copy is its own subtree of the same type, and a row must compute
+// it once. Two things make copies the same:
+//  - the types: a reduction's type (op, operand tree, axes) is the whole computation but for runtime
+//    data. Decided here at compile time: the candidates (reductions of one type, or of one accumulation)
+//    and, for the backends that number their reductions (CUDA's slots), which occurrence reads which.
+//  - the runtime data a type does not carry: a leaf's pointer, a scalar's value, a pad's fill
+//    (`sum(a) + sum(b)` with a and b of one type). Compared once per launch, not per row:
+//    `same_repeated_reductions(n)` checks that the candidates of each kind hold equal bytes (nodes are
+//    plain aggregates of pointers and numbers; unequal padding only costs the sharing).
+// A nest without candidates pays nothing; a nest whose candidates differ computes each occurrence.
+#include <array>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+
+#include "tenfold/core/children.hpp"
+#include "tenfold/plan/nest_node.hpp"
+
+namespace tenfold::plan {
+
+// A reduction's kind for sharing: its node type, except that an op declaring `using accumulation =
+// Other;` (log_softmax's max and log-sum halves) counts as that accumulation (the reader applies its
+// own finalize).
+template <class Rd>
+struct shared_accumulation {
+  using type = Rd;
+};
+template <class Op, class C, auto Mask, bool Keep>
+  requires requires { typename Op::accumulation; }
+struct shared_accumulation<detail::reduce_node<Op, C, Mask, Keep>> {
+  using type = detail::reduce_node<typename Op::accumulation, C, Mask, Keep>;
+  static_assert(sizeof(type) == sizeof(detail::reduce_node<Op, C, Mask, Keep>));
+};
+template <class Rd>
+using shared_accumulation_t = typename shared_accumulation<Rd>::type;
+
+namespace same {
+// The kinds of node a nest evaluates its children through (the others hold no reduction of the nest:
+// a finished GEMM block, a node computed by index from prepared operands).
+template <class N>
+constexpr bool walks_children() {
+  using enum nest_node;
+  constexpr nest_node k = nest_kind_v<N>;
+  return k == map || k == reduce_view || k == reduction || k == view || k == pad || k == concat || k == take;
+}
+
+template <class... T>
+struct list {
+  static constexpr int size = sizeof...(T);
+};
+template <class A, class B>
+struct join;
+template <class... A, class... B>
+struct join<list<A...>, list<B...>> {
+  using type = list<A..., B...>;
+};
+
+// The reduction nodes of N's tree in post-order (children first).
+template <class N>
+struct reductions;
+template <class N, class Children>
+struct reductions_of_children;
+template <class N>
+struct reductions_of_children<N, std::tuple<>> {
+  using type = list<>;
+};
+template <class N, class C0, class... C>
+struct reductions_of_children<N, std::tuple<C0, C...>> {
+  using type = typename join<typename reductions<C0>::type, typename reductions_of_children<N, std::tuple<C...>>::type>::type;
+};
+template <class N>
+struct reductions {
+  using below = std::conditional_t<walks_children<N>(), typename reductions_of_children<N, detail::children_t<N>>::type, list<>>;
+  using type = std::conditional_t<detail::is_reduce_node_v<N>, typename join<below, list<N>>::type, below>;
+};
+
+template <bool Exact, class T, class... R>
+constexpr int first_of() {
+  constexpr bool eq[] = {(Exact ? std::is_same_v<T, R> : std::is_same_v<shared_accumulation_t<T>, shared_accumulation_t<R>>)..., false};
+  for (int j = 0; j < int(sizeof...(R)); ++j)
+    if (eq[j]) return j;
+  return -1;
+}
+template <class L>
+struct kinds;
+template <class... R>
+struct kinds<list<R...>> {
+  // first[i]: the first reduction of the i-th's kind (i itself when it is the first).
+  static constexpr std::array<int, sizeof...(R)> first = {first_of<false, R, R...>()...};
+  // first_exact[i]: the first of exactly the i-th's type (finalize included).
+  static constexpr std::array<int, sizeof...(R)> first_exact = {first_of<true, R, R...>()...};
+  static constexpr std::array<std::size_t, sizeof...(R)> bytes = {sizeof(R)...};
+  static constexpr bool repeated = [] {
+    for (int i = 0; i < int(sizeof...(R)); ++i)
+      if (first[std::size_t(i)] != i) return true;
+    return false;
+  }();
+};
+
+// Pointers to the reduction nodes of n, in the order of reductions<N>.
+template <class N>
+void collect(const N& n, const void** out, int& k) {
+  if constexpr (walks_children<N>())
+    std::apply([&](const auto&... c) { (collect(c, out, k), ...); }, detail::children(n));
+  if constexpr (detail::is_reduce_node_v<N>) out[k++] = static_cast<const void*>(&n);
+}
+} // namespace same
+
+// The reductions of a nest's tree N, in post-order, and which of them are of one kind.
+template <class N>
+using nest_reductions = same::kinds<typename same::reductions<N>::type>;
+
+// Does N hold two reductions of one kind (so that a row may compute one for both)?
+template <class N>
+inline constexpr bool repeated_reductions_v = nest_reductions<N>::repeated;
+
+// Once per launch: do the reductions of each kind in n hold the same operands? Then a row computes each
+// kind once; otherwise (two kinds alike only in type) every occurrence is computed.
+template <class N>
+bool same_repeated_reductions(const N& n) {
+  using K = nest_reductions<N>;
+  if constexpr (!K::repeated) return true;
+  else {
+    const void* at[K::first.size()];
+    int k = 0;
+    same::collect(n, at, k);
+    for (std::size_t i = 0; i < K::first.size(); ++i)
+      if (const auto f = std::size_t(K::first[i]); f != i && std::memcmp(at[i], at[f], K::bytes[i]) != 0) return false;
+    return true;
+  }
+}
+} // namespace tenfold::plan
