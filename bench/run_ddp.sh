@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Data-parallel training throughput (issue 19): the Fashion-MNIST CNN for one epoch with tenfold
+# (examples/fashion_mnist: 1 process x 1 thread, 1 process x 2 threads, mpirun 2 ranks x 1 thread) and
+# with PyTorch (bench/fashion_mnist_ddp.py: DistributedDataParallel over gloo, 1 and 2 ranks x 1 thread;
+# bench/fashion_mnist_torch.py: 1 process x 2 threads), one after the other in one invocation, then a
+# Markdown table: epoch seconds, images/s, the scaling efficiency from 1 to 2 ranks (T1 / (2 T2)) and
+# tenfold's 2 ranks against PyTorch DDP's.
+#   bench/run_ddp.sh [--steps N]     BUILD_DIR (default build), PYTHON (default python3)
+# Needs MPI (the example built with it), torch in PYTHON, Debian's dataset-fashion-mnist. Run it on an
+# idle machine: the ranks are pinned to nothing and share the cores with whatever else runs.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+python=${PYTHON:-python3}
+steps=()
+if [[ ${1:-} == --steps ]]; then steps=(--steps "${2:?--steps needs a value}"); fi
+binary=$build/examples/fashion_mnist
+[[ -x $binary ]] || cmake --build "$build" --target fashion_mnist >&2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+# The epoch line's seconds: "epoch 1/1: ... 12.3 s (5200 images/s)".
+epoch_seconds() { sed -n 's/^epoch 1\/1: .* \([0-9.]*\) s (.*/\1/p' | tail -n 1; }
+run() { # label command...
+  local label=$1
+  shift
+  echo "== $label: $*" >&2
+  local s
+  s=$("$@" 2>&1 | tee -a "$out/log" | epoch_seconds)
+  [[ -n $s ]] || { echo "run_ddp.sh: no epoch line from $label (log: $out/log)" >&2; cat "$out/log" >&2; exit 1; }
+  printf '%s %s\n' "$label" "$s" >>"$out/times"
+}
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(uptime | sed 's/.*load/load/')" >&2
+run tenfold_1x1 env TENFOLD_NUM_THREADS=1 "$binary" --epochs 1 "${steps[@]}" --out "$out/t1"
+run tenfold_1x2 env TENFOLD_NUM_THREADS=2 "$binary" --epochs 1 "${steps[@]}" --out "$out/t2"
+run tenfold_2x1 "${mpirun[@]}" -np 2 -x TENFOLD_NUM_THREADS=1 "$binary" --epochs 1 "${steps[@]}" --out "$out/t3"
+run pytorch_ddp_1x1 "$python" "$root/bench/fashion_mnist_ddp.py" --ranks 1 --threads 1 --epochs 1 "${steps[@]}"
+run pytorch_1x2 env OMP_NUM_THREADS=2 "$python" "$root/bench/fashion_mnist_torch.py" --threads 2 --epochs 1 --channels-last "${steps[@]}"
+run pytorch_ddp_2x1 "$python" "$root/bench/fashion_mnist_ddp.py" --ranks 2 --threads 1 --epochs 1 "${steps[@]}"
+echo "after: $(uptime | sed 's/.*load/load/')" >&2
+
+images=$((${steps[1]:-937} * 64))
+awk -v images="$images" -v cpu="$(lscpu | sed -n 's/^Model name: *//p')" '
+  { t[$1] = $2 }
+  END {
+    printf "CPU: %s, %d images per epoch\n\n", cpu, images
+    print "| run | epoch s | images/s |"
+    print "|---|---|---|"
+    n = split("tenfold_1x1 tenfold_1x2 tenfold_2x1 pytorch_ddp_1x1 pytorch_1x2 pytorch_ddp_2x1", order, " ")
+    for (i = 1; i <= n; ++i) printf "| %s | %.1f | %.0f |\n", order[i], t[order[i]], images / t[order[i]]
+    printf "\nscaling efficiency 1 -> 2 ranks: tenfold %.0f%%, PyTorch DDP %.0f%%\n",
+           100 * t["tenfold_1x1"] / (2 * t["tenfold_2x1"]), 100 * t["pytorch_ddp_1x1"] / (2 * t["pytorch_ddp_2x1"])
+    printf "tenfold 2 ranks vs PyTorch DDP 2 ranks: %.2fx\n", t["pytorch_ddp_2x1"] / t["tenfold_2x1"]
+  }' "$out/times"
