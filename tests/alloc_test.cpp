@@ -10,6 +10,7 @@
 #include <tenfold/tenfold.hpp>
 
 #include <tenfold/dist/communicator.hpp>
+#include <tenfold/sampling.hpp>
 
 #include "../examples/fashion_mnist/cnn.hpp"
 #include "../examples/transformer_block.hpp"
@@ -167,4 +168,16 @@ TEST_CASE("a training step of the Fashion-MNIST CNN allocates nothing", "[alloc]
   CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm); }) == 0);
   CHECK(std::isfinite(first));
   CHECK(later < first); // the same batch again, after a step of Adam
+}
+
+TEST_CASE("drawing a token allocates nothing (the sampler's memory is sized once)", "[alloc]") {
+  std::vector<float> logits(5000);
+  for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = float((i * 37) % 101) * 0.05f;
+  sampler s(5000);
+  rng g(4);
+  long sum = 0;
+  CHECK(allocations_during([&] {
+          for (int i = 0; i < 100; ++i) sum += s(logits, {0.9f, 50, 0.9f}, g) + s(logits, {}, g) + s(logits, {0.0f, 0, 1.0f}, g);
+        }) == 0);
+  CHECK(sum > 0);
 }
