@@ -10,8 +10,8 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and convolution, pooling, attention, scans, pads, concatenations, slices of a parameter and
-// batched matmuls have no adjoint yet: each is a compile error that says so.
+// job), and scans, concatenations and batched matmuls have no adjoint yet: each is a compile error that
+// says so.
 #include <tuple>
 #include <utility>
 
@@ -20,6 +20,7 @@
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/windows.hpp"
 #include "tenfold/ops/conv.hpp"
+#include "tenfold/ops/attention.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
 
@@ -385,6 +386,23 @@ inline constexpr bool windowed_value = false;
 template <class M, class C>
 inline constexpr bool windowed_value<detail::view_node<M, C>> = requires { M::coef; } && !detail::is_leaf_v<C>;
 
+// ---- attention -----------------------------------------------------------------------------------------
+// o = P v with P = softmax(scale q kᵀ), keys hidden by the causal mask scored -inf. With g = dL/do:
+//   dV = Pᵀ g,  dP = g vᵀ,  dS = P ∘ (dP - rowsum(P ∘ dP)),  dQ = scale dS k,  dK = scale dSᵀ q
+// (rowsum(P ∘ dP) = rowsum(g ∘ o): the output is not needed). P and dS are recomputed into the arena,
+// one Sq x Sk block per batch and head, not kept from the forward pass.
+template <class N, class Q, class K>
+auto attention_probabilities(const Q& q, const K& k, typename N::value_type scale) {
+  auto s = matmul(q, swapaxes<-1, -2>(k)) * scale;
+  if constexpr (!N::causal) return softmax(std::move(s));
+  else {
+    using T = typename N::value_type;
+    // key j is hidden from query i when j > i + (Sk - Sq), as attention_node::visible
+    auto hidden = arange<index_t, N::Sk>() > unsqueeze<-1>(arange<index_t, N::Sq>(N::Sk - N::Sq));
+    return softmax(where(std::move(hidden), -std::numeric_limits<T>::infinity(), std::move(s)));
+  }
+}
+
 // ---- the chain rule ------------------------------------------------------------------------------------
 // The gradient of the target given g, the gradient of the value of n: an expression of the target's
 // shape, or zero.
@@ -494,6 +512,44 @@ auto gradient(const N& n, const G& g) {
     static_assert(N::rank == 2 && std::remove_cvref_t<decltype(a)>::rank == 2 && std::remove_cvref_t<decltype(b)>::rank == 2,
                   "tenfold::value_and_grad: only a matrix-matrix matmul has a derivative yet");
     return plus(gradient<Target>(a, matmul(g, transpose(b))), gradient<Target>(b, matmul(transpose(a), g)));
+  } else if constexpr (detail::is_attention_node_v<N>) {
+    using T = typename N::value_type;
+    using CQ = typename N::q_type;
+    using CK = typename N::k_type;
+    using CV = typename N::v_type;
+    using BO = shape_from<detail::batch_dims<typename N::shape_type>()>;
+    static_assert(std::is_same_v<shape_from<detail::batch_dims<typename CQ::shape_type>()>, BO> &&
+                      std::is_same_v<shape_from<detail::batch_dims<typename CK::shape_type>()>, BO> &&
+                      std::is_same_v<shape_from<detail::batch_dims<typename CV::shape_type>()>, BO>,
+                  "tenfold::value_and_grad: attention's derivative needs q, k and v with the output's batch axes "
+                  "(broadcast_to them first: the view's adjoint then sums the gradient)");
+    static_assert(!N::causal || N::Sq <= N::Sk, "tenfold::value_and_grad: causal attention with more queries than keys "
+                                                "(rows that see no key) has no derivative");
+    const auto& q = std::get<0>(n.args);
+    const auto& k = std::get<1>(n.args);
+    const auto& v = std::get<2>(n.args);
+    const T s = T(n.scale);
+    return let(attention_probabilities<N>(q, k, s), [q, k, v, g, s](const auto& p) {
+      auto through_v = [&] {
+        if constexpr (!depends<Target, CV>()) return zero{};
+        else return gradient<Target>(v, matmul(swapaxes<-1, -2>(p), g));
+      }();
+      if constexpr (!depends<Target, CQ>() && !depends<Target, CK>()) return through_v;
+      else {
+        auto ds = let(matmul(g, swapaxes<-1, -2>(v)), [p](const auto& dp) { return p * (dp - sum(p * dp, axis<-1>, keepdims)); });
+        return let(std::move(ds), [q, k, s, through_v](const auto& d) {
+          auto through_q = [&] {
+            if constexpr (!depends<Target, CQ>()) return zero{};
+            else return gradient<Target>(q, matmul(d, k) * s);
+          }();
+          auto through_k = [&] {
+            if constexpr (!depends<Target, CK>()) return zero{};
+            else return gradient<Target>(k, matmul(swapaxes<-1, -2>(d), q) * s);
+          }();
+          return plus_all(std::move(through_q), std::move(through_k), through_v);
+        });
+      }
+    });
   } else if constexpr (detail::is_conv_node_v<N>) {
     const auto& x = std::get<0>(n.args);
     const auto& w = std::get<1>(n.args);

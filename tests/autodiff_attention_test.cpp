@@ -1,0 +1,182 @@
+// The gradient of attention (autodiff/backward.hpp) with respect to q, k and v, plain and causal (more
+// keys than queries: the bottom-right aligned mask), on leaves and on computed operands, against central
+// differences of an independent long-double attention (step 1e-6: truncation and rounding near 1e-12).
+#include <catch2/catch.hpp>
+#include <tenfold/autodiff/backward.hpp>
+#include <tenfold/tenfold.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace tenfold;
+using ld = long double;
+
+namespace {
+template <class T, class S>
+Tensor<T, S> random_tensor(unsigned seed, double scale = 1) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(-scale, scale);
+  Tensor<T, S> t;
+  for (auto& v : t) v = T(u(g));
+  return t;
+}
+
+// sum over (batch, i, e) of r * softmax(scale q kᵀ) v, q [Bt, Sq, D], k [Bt, Sk, D], v [Bt, Sk, Dv].
+struct reference {
+  index_t Bt, Sq, Sk, D, Dv;
+  bool causal;
+  ld loss(const std::vector<ld>& q, const std::vector<ld>& k, const std::vector<ld>& v, const std::vector<ld>& r) const {
+    const ld scale = 1 / std::sqrt(ld(D));
+    ld total = 0;
+    for (index_t b = 0; b < Bt; ++b)
+      for (index_t i = 0; i < Sq; ++i) {
+        const index_t n = causal ? std::min(Sk, i + 1 + Sk - Sq) : Sk;
+        std::vector<ld> s(static_cast<std::size_t>(n), 0);
+        ld m = -std::numeric_limits<ld>::infinity(), z = 0;
+        for (index_t j = 0; j < n; ++j) {
+          ld d = 0;
+          for (index_t c = 0; c < D; ++c) d += q[std::size_t((b * Sq + i) * D + c)] * k[std::size_t((b * Sk + j) * D + c)];
+          s[std::size_t(j)] = d * scale, m = std::max(m, d * scale);
+        }
+        for (auto& x : s) x = std::exp(x - m), z += x;
+        for (index_t e = 0; e < Dv; ++e) {
+          ld o = 0;
+          for (index_t j = 0; j < n; ++j) o += s[std::size_t(j)] / z * v[std::size_t((b * Sk + j) * Dv + e)];
+          total += o * r[std::size_t((b * Sq + i) * Dv + e)];
+        }
+      }
+    return total;
+  }
+  // The derivative of loss with respect to every element of which (0: q, 1: k, 2: v).
+  std::vector<ld> gradient(int which, std::vector<ld> q, std::vector<ld> k, std::vector<ld> v, const std::vector<ld>& r) const {
+    std::vector<ld>& x = which == 0 ? q : which == 1 ? k : v;
+    std::vector<ld> out(x.size());
+    const ld h = 1e-6L;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const ld keep = x[i];
+      x[i] = keep + h;
+      const ld up = loss(q, k, v, r);
+      x[i] = keep - h;
+      const ld down = loss(q, k, v, r);
+      x[i] = keep;
+      out[i] = (up - down) / (2 * h);
+    }
+    return out;
+  }
+};
+
+template <class T, class S>
+std::vector<ld> as_ld(const Tensor<T, S>& t) {
+  return std::vector<ld>(t.begin(), t.end());
+}
+template <class T, class S>
+double worst_error(const Tensor<T, S>& got, const std::vector<ld>& want) {
+  REQUIRE(want.size() == std::size_t(S::size));
+  ld worst = 0;
+  for (index_t i = 0; i < S::size; ++i)
+    worst = std::max(worst, std::fabs(ld(got.data()[i]) - want[std::size_t(i)]) / std::max(std::fabs(want[std::size_t(i)]), 1.0L));
+  return double(worst);
+}
+
+// q [2, 3, Sq, 4] (batch 2, heads 3), k and v [2, 3, Sk, 4 or 5].
+template <class T, bool Causal, index_t Sq, index_t Sk>
+void check_leaves(double tol) {
+  using SQ = shape<2, 3, Sq, 4>;
+  using SK = shape<2, 3, Sk, 4>;
+  using SV = shape<2, 3, Sk, 5>;
+  const auto q = random_tensor<T, SQ>(1, 1.5), k = random_tensor<T, SK>(2, 1.5);
+  const auto v = random_tensor<T, SV>(3);
+  const auto r = random_tensor<T, shape<2, 3, Sq, 5>>(4);
+  auto [loss, dq, dk, dv] = value_and_grad(
+      [&](const auto& q_, const auto& k_, const auto& v_) {
+        if constexpr (Causal) return sum(attention(q_, k_, v_, causal) * r);
+        else return sum(attention(q_, k_, v_) * r);
+      },
+      q, k, v);
+  Tensor<T, shape<>> l = loss;
+  Tensor<T, SQ> gq = dq;
+  Tensor<T, SK> gk = dk;
+  Tensor<T, SV> gv = dv;
+  const reference ref{6, Sq, Sk, 4, 5, Causal};
+  const auto Q = as_ld(q), K = as_ld(k), V = as_ld(v), R = as_ld(r);
+  CHECK(std::fabs(ld(l()) - ref.loss(Q, K, V, R)) < tol);
+  CHECK(worst_error(gq, ref.gradient(0, Q, K, V, R)) < tol);
+  CHECK(worst_error(gk, ref.gradient(1, Q, K, V, R)) < tol);
+  CHECK(worst_error(gv, ref.gradient(2, Q, K, V, R)) < tol);
+}
+} // namespace
+
+TEST_CASE("attention: gradients of q, k and v, plain and causal", "[autodiff][attention]") {
+  SECTION("plain, 5 queries, 7 keys, double") { check_leaves<double, false, 5, 7>(1e-9); }
+  SECTION("causal, 6 queries, 6 keys, double") { check_leaves<double, true, 6, 6>(1e-9); }
+  SECTION("causal, 5 queries, 7 keys (bottom-right aligned), double") { check_leaves<double, true, 5, 7>(1e-9); }
+  SECTION("causal, 6 queries, 6 keys, float") { check_leaves<float, true, 6, 6>(2e-5); }
+}
+
+TEST_CASE("attention: gradient through computed operands, one of them only", "[autodiff][attention]") {
+  // q, k and v are heads of one projection x w ([B, T, 3 * 2 * 4] -> three [B, 2, T, 4]), as in a
+  // transformer block; only w is differentiated. Checked against differences of the whole loss.
+  constexpr index_t B = 2, T = 5, C = 6, H = 2, Dh = 4;
+  const auto x = random_tensor<double, shape<B, T, C>>(5);
+  const auto w = random_tensor<double, shape<C, 3 * H * Dh>>(6);
+  const auto r = random_tensor<double, shape<B, H, T, Dh>>(7);
+  auto f = [&](const auto& w_) {
+    auto qkv = reshape<B, T, 3, H, Dh>(matmul(reshape<B * T, C>(x), w_));
+    auto head = [&]<index_t I>(std::integral_constant<index_t, I>) {
+      return permute<0, 2, 1, 3>(reshape<B, T, H, Dh>(slice<whole, whole, range<I, I + 1>, whole, whole>(qkv)));
+    };
+    return sum(attention(head(std::integral_constant<index_t, 0>{}), head(std::integral_constant<index_t, 1>{}),
+                         head(std::integral_constant<index_t, 2>{}), causal) *
+               r);
+  };
+  auto [loss, dw] = value_and_grad(f, w);
+  Tensor<double, shape<C, 3 * H * Dh>> got = dw;
+  // the same loss in long double, by differences over w
+  auto loss_at = [&](const std::vector<ld>& W) {
+    std::vector<ld> q, k, v;
+    for (int part = 0; part < 3; ++part) {
+      std::vector<ld>& out = part == 0 ? q : part == 1 ? k : v;
+      for (index_t b = 0; b < B; ++b)
+        for (index_t h = 0; h < H; ++h)
+          for (index_t t = 0; t < T; ++t)
+            for (index_t d = 0; d < Dh; ++d) {
+              ld s = 0;
+              for (index_t c = 0; c < C; ++c) s += ld(x(b, t, c)) * W[std::size_t(c * 3 * H * Dh + part * H * Dh + h * Dh + d)];
+              out.push_back(s);
+            }
+    }
+    return reference{B * H, T, T, Dh, Dh, true}.loss(q, k, v, as_ld(r));
+  };
+  std::vector<ld> W = as_ld(w), want(W.size());
+  for (std::size_t i = 0; i < W.size(); ++i) {
+    const ld keep = W[i];
+    W[i] = keep + 1e-6L;
+    const ld up = loss_at(W);
+    W[i] = keep - 1e-6L;
+    const ld down = loss_at(W);
+    W[i] = keep;
+    want[i] = (up - down) / 2e-6L;
+  }
+  CHECK(worst_error(got, want) < 1e-9);
+
+  // only v's gradient (q and k held fixed) and only q's: the other branches are not built
+  const auto q = random_tensor<double, shape<2, 4, 3>>(8);
+  const auto k = random_tensor<double, shape<2, 6, 3>>(9);
+  const auto v = random_tensor<double, shape<2, 6, 2>>(10);
+  const auto s = random_tensor<double, shape<2, 4, 2>>(11);
+  auto [l1, dv] = value_and_grad([&](const auto& v_) { return sum(attention(q, k, exp(v_), causal) * s); }, v);
+  auto [l2, dq] = value_and_grad([&](const auto& q_) { return sum(attention(q_ * 2.0, k, v) * s); }, q);
+  Tensor<double, shape<2, 6, 2>> gv = dv;
+  Tensor<double, shape<2, 4, 3>> gq = dq;
+  std::vector<ld> Q = as_ld(q), K = as_ld(k), V = as_ld(v), S = as_ld(s), Q2 = Q, EV = V;
+  for (auto& e : EV) e = std::exp(e);
+  for (auto& e : Q2) e *= 2;
+  const auto want_v = reference{2, 4, 6, 3, 2, true}.gradient(2, Q, K, EV, S);
+  std::vector<ld> chain_v(want_v.size()), chain_q;
+  for (std::size_t i = 0; i < want_v.size(); ++i) chain_v[i] = want_v[i] * EV[i];
+  for (auto e : reference{2, 4, 6, 3, 2, false}.gradient(0, Q2, K, V, S)) chain_q.push_back(2 * e);
+  CHECK(worst_error(gv, chain_v) < 1e-9);
+  CHECK(worst_error(gq, chain_q) < 1e-9);
+}
