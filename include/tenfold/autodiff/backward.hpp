@@ -10,8 +10,9 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and convolution, pooling, attention, scans, pads, concatenations, slices of a parameter and
-// batched matmuls have no adjoint yet: each is a compile error that says so.
+// job), and attention, scans, concatenations, take, batched matmuls, strided slices, overlapping pooling
+// windows and the weights of grouped or transposed convolutions have no adjoint yet: each is a compile
+// error that says so.
 #include <tuple>
 #include <utility>
 
@@ -90,23 +91,65 @@ struct op_without_derivative {
 // A view reads its source at a linear function of its own index: source axis p at
 // off[p] + sum over the view's axes a of coef[p][a] * i[a] (a leaf's strides, a permutation, a broadcast,
 // a slice, a reshape's split, the windows of a pool). Its adjoint sends g (the view's gradient, shape G)
-// back onto the source (shape To): the view's axes that feed no source axis (broadcasts) are summed; the
-// rest are permuted into source order and each source axis's run of feeding axes merged into one axis;
-// then zeros are padded where the view did not read. That needs each view axis to feed at most one source
-// axis with a positive coefficient, and each source axis to be fed by a mixed-radix run (coefficients
+// back onto the source (shape To): the view's axes read backwards (a flip: a negative coefficient) are
+// flipped in g, which makes their coefficient positive; the view's axes that feed no source axis
+// (broadcasts) are summed; the rest are permuted into source order and each source axis's run of feeding
+// axes merged into one axis; then zeros are padded where the view did not read. That needs each view axis
+// to feed at most one source axis, and each source axis to be fed by a mixed-radix run (coefficients
 // c_1 > c_2 > ... = 1 with c_k = c_{k+1} * extent_{k+1}, as (oh, kh) of a pool whose stride is its
-// kernel): every source element is then read at most once. Overlapping windows, flips and strided
-// slices read differently and are a compile error for now.
+// kernel): every source element is then read at most once. Overlapping windows and strided slices read
+// differently and are a compile error for now.
 template <int RT, int RG>
 struct linear_read {
   std::array<index_t, RT * RG + 1> coef{}; // [p * RG + a]
   std::array<index_t, RT + 1> off{};
 };
 
+// A read with its flips taken out: view axis a read backwards (its only nonzero coefficients negative)
+// reads the same elements as the flipped axis read forwards, from the other end: off + c * (n - 1) + |c| * i.
+template <int RT, int RG>
+struct unflipped_read {
+  linear_read<RT, RG> read{};
+  std::array<bool, RG + 1> flipped{};
+};
+template <class G, int RT>
+constexpr unflipped_read<RT, G::rank> unflip(linear_read<RT, G::rank> r) {
+  constexpr int RG = G::rank;
+  unflipped_read<RT, RG> u{r, {}};
+  for (int a = 0; a < RG; ++a) {
+    bool negative = false, positive = false;
+    for (int p = 0; p < RT; ++p) {
+      const index_t c = r.coef[p * RG + a];
+      if (c < 0) negative = true;
+      if (c > 0) positive = true;
+    }
+    if (!negative || positive || G::dims[a] <= 1) continue;
+    u.flipped[a] = true;
+    for (int p = 0; p < RT; ++p) {
+      const index_t c = r.coef[p * RG + a];
+      u.read.off[p] += c * (G::dims[a] - 1);
+      u.read.coef[p * RG + a] = -c;
+    }
+  }
+  return u;
+}
+
 template <class G, class To, class Read>
 struct scatter_plan {
   static constexpr int RG = G::rank, RT = To::rank;
-  static constexpr linear_read<RT, RG> R = Read::value;
+  static constexpr unflipped_read<RT, RG> U = unflip<G, RT>(Read::value);
+  static constexpr linear_read<RT, RG> R = U.read;
+  static constexpr int flip_count = [] {
+    int n = 0;
+    for (int a = 0; a < RG; ++a) n += U.flipped[a];
+    return n;
+  }();
+  static constexpr auto flips = [] { // the view axes to flip in g
+    std::array<int, RG + 1> f{};
+    for (int a = 0, n = 0; a < RG; ++a)
+      if (U.flipped[a]) f[n++] = a;
+    return f;
+  }();
   static constexpr index_t c(int p, int a) { return R.coef[p * RG + a]; }
   // The source axis view axis a feeds (-1: none, RT: more than one or a negative coefficient).
   static constexpr int feeds(int a) {
@@ -218,18 +261,30 @@ auto reshape_to(X&& x) {
       std::make_index_sequence<To::rank>{});
 }
 
+// g flipped on the plan's flipped axes; summed over its broadcast ones.
+template <class P, std::size_t... I, class X>
+auto flip_axes(X&& g, std::index_sequence<I...>) {
+  return flip<P::flips[I]...>(std::forward<X>(g));
+}
+template <class P, std::size_t... I, class X>
+auto sum_axes(X&& g, std::index_sequence<I...>) {
+  return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims);
+}
+
 template <class To, class Read, class X>
 auto scatter_linear(X&& g) {
   using G = detail::shape_of_t<X>;
   using P = scatter_plan<G, To, Read>;
-  static_assert(P::valid(), "tenfold::value_and_grad: this view (a flip, a strided slice, overlapping windows) has no "
+  static_assert(P::valid(), "tenfold::value_and_grad: this view (a strided slice, overlapping windows) has no "
                             "adjoint yet: a view's adjoint needs each source element read at most once, in runs "
                             "(see autodiff/backward.hpp)");
+  auto unflipped = [&] {
+    if constexpr (P::flip_count == 0) return detail::as_node(std::forward<X>(g));
+    else return flip_axes<P>(std::forward<X>(g), std::make_index_sequence<std::size_t(P::flip_count)>{});
+  }();
   auto reduced = [&] {
-    if constexpr (P::summed_count == 0) return detail::as_node(std::forward<X>(g));
-    else
-      return [&]<std::size_t... I>(std::index_sequence<I...>) { return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims); }(
-          std::make_index_sequence<std::size_t(P::summed_count)>{});
+    if constexpr (P::summed_count == 0) return std::move(unflipped);
+    else return sum_axes<P>(std::move(unflipped), std::make_index_sequence<std::size_t(P::summed_count)>{});
   }();
   auto merged = [&] {
     using Spans = shape_from<P::span_dims()>;
@@ -259,14 +314,10 @@ constexpr linear_read<To::rank, L::rank> leaf_read() {
   constexpr auto cs = strides_of<To>;
   linear_read<To::rank, G::rank> r{};
   for (int a = 0; a < G::rank; ++a) {
-    const index_t s = L::strides[a];
+    const index_t s = L::strides[a], m = s < 0 ? -s : s; // s < 0: a flip
     if (s == 0 || G::dims[a] == 1) continue;
-    if (s < 0) { // a flip: marked as read twice, which scatter_plan rejects
-      r.coef[a] = r.coef[(To::rank - 1) * G::rank + a] = -1;
-      continue;
-    }
     for (int p = 0; p < To::rank; ++p)
-      if (To::dims[p] > 1 && cs[p] <= s && s % cs[p] == 0) {
+      if (To::dims[p] > 1 && cs[p] <= m && m % cs[p] == 0) {
         r.coef[p * G::rank + a] = s / cs[p];
         break;
       }
