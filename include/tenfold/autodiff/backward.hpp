@@ -10,14 +10,15 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and attention, scans, concatenations, take, batched matmuls, strided slices, overlapping pooling
+// job), and attention, scans, concatenations, batched matmuls, strided slices, overlapping pooling
 // windows and the weights of grouped or transposed convolutions have no adjoint yet: each is a compile
-// error that says so.
+// error that says so. (take's adjoint, a scatter-add, runs on the CPU only.)
 #include <tuple>
 #include <utility>
 
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/scatter_node.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/windows.hpp"
 #include "tenfold/ops/conv.hpp"
@@ -557,6 +558,9 @@ auto gradient(const N& n, const G& g) {
       else return gradient<Target>(w, conv_weight_adjoint<N>(x, g));
     }();
     return plus(std::move(through_x), std::move(through_w));
+  } else if constexpr (detail::is_take_node_v<N>) {
+    // The indices are integers: only the source has a gradient, g scattered back onto its rows.
+    return gradient<Target>(std::get<0>(n.args), detail::take_adjoint(n, g));
   } else if constexpr (detail::is_pad_node_v<N>) {
     using In = typename N::input_shape;
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {
