@@ -10,9 +10,9 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and attention, scans, concatenations, batched matmuls, strided slices, overlapping pooling
-// windows and the weights of grouped or transposed convolutions have no adjoint yet: each is a compile
-// error that says so. (take's adjoint, a scatter-add, runs on the CPU only.)
+// job), and attention, scans, concatenations, strided slices, overlapping pooling windows and the weights
+// of grouped or transposed convolutions have no adjoint yet: each is a compile error that says so.
+// (take's adjoint, a scatter-add, runs on the CPU only.)
 #include <tuple>
 #include <utility>
 
@@ -370,6 +370,59 @@ auto view_adjoint(X&& g) {
   else return no_adjoint_yet<M>{};
 }
 
+// ---- matmul ----------------------------------------------------------------------------------------
+// For C = A B over the last two axes, batched (batch axes broadcast as in NumPy): dA = g Bᵀ and dB = Aᵀ g,
+// batched matmuls of the forward's batch shape whose transposes swap the last two axes (views: they fold
+// into the strides the GEMM reads). An operand broadcast along batch axes (absent, or of extent 1) was
+// read once per position there, so its gradient is summed over them.
+
+// x summed back onto shape S, from which x's shape was broadcast: over x's leading axes, and over those
+// where S has extent 1 and x does not.
+template <class S, class XS>
+constexpr auto unbroadcast_axes() {
+  constexpr int lead = XS::rank - S::rank;
+  std::array<int, XS::rank + 1> a{};
+  int n = 0;
+  for (int i = 0; i < XS::rank; ++i)
+    if (XS::dims[i] != 1 && (i < lead || S::dims[i - lead] == 1)) a[n++] = i;
+  a[XS::rank] = n;
+  return a;
+}
+template <class S, class X, std::size_t... I>
+auto sum_onto(X&& x, std::index_sequence<I...>) {
+  using XS = detail::shape_of_t<X>;
+  return reshape_to<S>(tenfold::sum(std::forward<X>(x), axes<unbroadcast_axes<S, XS>()[I]...>, keepdims));
+}
+template <class S, class X>
+auto unbroadcast(X&& x) {
+  using XS = detail::shape_of_t<X>;
+  constexpr int summed = unbroadcast_axes<S, XS>()[XS::rank];
+  if constexpr (summed == 0) return reshape_to<S>(std::forward<X>(x));
+  else return sum_onto<S>(std::forward<X>(x), std::make_index_sequence<std::size_t(summed)>{});
+}
+
+template <class X>
+auto swap_last(X&& x) {
+  return swapaxes<-2, -1>(std::forward<X>(x));
+}
+
+// dA = g Bᵀ, onto A's shape SA.
+template <class SA, class Bn, class G>
+auto matmul_a_adjoint(const Bn& b, const G& g) {
+  return unbroadcast<SA>(matmul(g, swap_last(b)));
+}
+// dB = Aᵀ g, onto B's shape SB. A matrix B shared by every batch element (a linear layer's weights on
+// [batch, tokens, features]) takes one GEMM over the batch and rows together, [K, P M] x [P M, N], rather
+// than P products summed afterwards.
+template <class SB, class An, class G>
+auto matmul_b_adjoint(const An& a, const G& g) {
+  using SA = typename An::shape_type;
+  if constexpr (SB::rank == 2 && SA::rank > 2) {
+    constexpr index_t K = SA::dims[SA::rank - 1], N = SB::dims[1], rows = SA::size / (K ? K : 1);
+    return matmul(transpose(reshape<rows, K>(a)), reshape<rows, N>(g));
+  } else return unbroadcast<SB>(matmul(swap_last(a), g));
+}
+
 // ---- convolution ---------------------------------------------------------------------------------------
 // The input's gradient is the transposed convolution of g with the same weights and geometry (and
 // conversely): the same implicit-im2col GEMM. output_padding restores the rows the forward stride
@@ -543,9 +596,17 @@ auto gradient(const N& n, const G& g) {
   } else if constexpr (detail::is_matmul_node_v<N>) {
     const auto& a = std::get<0>(n.args);
     const auto& b = std::get<1>(n.args);
-    static_assert(N::rank == 2 && std::remove_cvref_t<decltype(a)>::rank == 2 && std::remove_cvref_t<decltype(b)>::rank == 2,
-                  "tenfold::value_and_grad: only a matrix-matrix matmul has a derivative yet");
-    return plus(gradient<Target>(a, matmul(g, transpose(b))), gradient<Target>(b, matmul(transpose(a), g)));
+    using A = std::remove_cvref_t<decltype(a)>;
+    using B = std::remove_cvref_t<decltype(b)>;
+    auto through_a = [&] {
+      if constexpr (!depends<Target, A>()) return zero{};
+      else return gradient<Target>(a, matmul_a_adjoint<typename A::shape_type>(b, g));
+    }();
+    auto through_b = [&] {
+      if constexpr (!depends<Target, B>()) return zero{};
+      else return gradient<Target>(b, matmul_b_adjoint<typename B::shape_type>(a, g));
+    }();
+    return plus(std::move(through_a), std::move(through_b));
   } else if constexpr (detail::is_conv_node_v<N>) {
     const auto& x = std::get<0>(n.args);
     const auto& w = std::get<1>(n.args);
