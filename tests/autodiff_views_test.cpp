@@ -1,8 +1,9 @@
-// Gradients through flips (autodiff/backward.hpp): a flip of a parameter folds into negative strides, a
-// flip of an opaque value (a matmul) stays a view with a negative coefficient; either way the adjoint
-// is the same flip of g. The pair swap of rotary position embeddings, reshape<..., D>(flip<-1>(
-// reshape<..., D/2, 2>(x))), is checked as it will be used. Each loss is sum(f(x) * r) with a random r;
-// the exact gradient is written below from the definition, in long double, independently of tenfold.
+// Gradients through flips, concat and stack (autodiff/backward.hpp). A flip of a parameter folds into
+// negative strides, a flip of an opaque value (a matmul) stays a view with a negative coefficient; either
+// way the adjoint is the same flip of g. The pair swap of rotary position embeddings,
+// reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is checked as it will be used. The adjoint of a
+// concat gives each operand its slice of g. Each loss is sum(f(x) * r) with a random r; the exact
+// gradient is written below from the definition, in long double, independently of tenfold.
 #include <catch2/catch.hpp>
 #include <tenfold/autodiff/backward.hpp>
 #include <tenfold/tenfold.hpp>
@@ -174,4 +175,76 @@ TEST_CASE("flip: the pair swap of rotary embeddings, on a parameter and on compu
       want_l += q * r.data()[t * 8 + k];
     }
   CHECK(double(lv()) == Approx(double(want_l)).epsilon(1e-5));
+}
+
+TEST_CASE("concat: each operand's gradient is its slice of g", "[autodiff][views][concat]") {
+  const auto x = random_tensor<double, shape<2, 5>>(20);
+  const auto y = random_tensor<double, shape<3, 5>>(21);
+  const auto r = random_tensor<double, shape<5, 5>>(22);
+  auto [l0, dx, dy] = value_and_grad([&](const auto& x_, const auto& y_) { return sum(concat<0>(x_, y_) * r); }, x, y);
+  const Tensor<double, shape<2, 5>> gx = dx;
+  const Tensor<double, shape<3, 5>> gy = dy;
+  for (index_t j = 0; j < 5; ++j) {
+    for (index_t i = 0; i < 2; ++i) CHECK(gx(i, j) == r(i, j));
+    for (index_t i = 0; i < 3; ++i) CHECK(gy(i, j) == r(i + 2, j));
+  }
+
+  // The same parameter twice along the last axis, once through exp and once flipped:
+  // d/dq sum(concat<-1>(exp(q), flip<0>(q), q) * s) = exp(q) s[:, :3] + flip<0>(s[:, 3:6]) + s[:, 6:].
+  const auto q = random_tensor<double, shape<4, 3>>(23);
+  const auto s = random_tensor<double, shape<4, 9>>(24);
+  auto [l1, dq] = value_and_grad([&](const auto& q_) { return sum(concat<-1>(exp(q_), flip<0>(q_), q_) * s); }, q);
+  const Tensor<double, shape<4, 3>> gq = dq;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      CHECK(gq(i, j) == Approx(double(std::exp(ld(q(i, j))) * s(i, j) + s(3 - i, j + 3) + s(i, j + 6))).epsilon(1e-14));
+
+  // A slice of a concat (a view of the opaque node: zeros where the slice did not read), and a concat of
+  // an opaque operand (a matmul) beside a parameter.
+  const auto rs = random_tensor<double, shape<3, 5>>(25);
+  auto [l2, dx2, dy2] = value_and_grad(
+      [&](const auto& x_, const auto& y_) { return sum(slice<range<1, 4>>(concat<0>(x_, y_)) * rs); }, x, y);
+  const Tensor<double, shape<2, 5>> gx2 = dx2;
+  const Tensor<double, shape<3, 5>> gy2 = dy2;
+  for (index_t j = 0; j < 5; ++j) {
+    CHECK(gx2(0, j) == 0);
+    CHECK(gx2(1, j) == rs(0, j));
+    CHECK(gy2(0, j) == rs(1, j));
+    CHECK(gy2(1, j) == rs(2, j));
+    CHECK(gy2(2, j) == 0);
+  }
+  const auto a = random_tensor<float, shape<4, 3>>(26);
+  const auto w = random_tensor<float, shape<3, 2>>(27);
+  const auto b = random_tensor<float, shape<4, 5>>(28);
+  const auto rm = random_tensor<float, shape<4, 7>>(29);
+  auto [l3, dw, db] =
+      value_and_grad([&](const auto& w_, const auto& b_) { return sum(concat<1>(matmul(a, w_), b_) * rm); }, w, b);
+  const Tensor<float, shape<3, 2>> gw = dw;
+  const Tensor<float, shape<4, 5>> gb = db;
+  std::vector<ld> want_w(6, 0), want_b(20);
+  for (index_t i = 0; i < 4; ++i) {
+    for (index_t k = 0; k < 3; ++k)
+      for (index_t j = 0; j < 2; ++j) want_w[std::size_t(k * 2 + j)] += ld(a(i, k)) * rm(i, j);
+    for (index_t j = 0; j < 5; ++j) want_b[std::size_t(i * 5 + j)] = rm(i, j + 2);
+  }
+  CHECK(worst_error(gw, want_w) < 1e-6);
+  CHECK(worst_error(gb, want_b) == 0);
+}
+
+TEST_CASE("stack: each operand's gradient is its index along the new axis", "[autodiff][views][concat]") {
+  const auto a = random_tensor<float, shape<4, 5>>(30);
+  const auto b = random_tensor<float, shape<4, 5>>(31);
+  const auto r = random_tensor<float, shape<4, 3, 5>>(32);
+  auto [l0, da, db] =
+      value_and_grad([&](const auto& a_, const auto& b_) { return sum(stack<1>(a_, tanh(b_), a_ * b_) * r); }, a, b);
+  const Tensor<float, shape<4, 5>> ga = da, gb = db;
+  std::vector<ld> want_a(20), want_b(20);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j) {
+      const ld t = std::tanh(ld(b(i, j)));
+      want_a[std::size_t(i * 5 + j)] = r(i, 0, j) + ld(r(i, 2, j)) * b(i, j);
+      want_b[std::size_t(i * 5 + j)] = ld(r(i, 1, j)) * (1 - t * t) + ld(r(i, 2, j)) * a(i, j);
+    }
+  CHECK(worst_error(ga, want_a) < 1e-6);
+  CHECK(worst_error(gb, want_b) < 1e-6);
 }

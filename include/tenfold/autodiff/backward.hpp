@@ -10,9 +10,9 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and attention, scans, concatenations, strided slices, overlapping pooling windows and the weights
-// of grouped or transposed convolutions have no adjoint yet: each is a compile error that says so.
-// (take's adjoint, a scatter-add, runs on the CPU only.)
+// job), and attention, scans, strided slices, overlapping pooling windows and the weights of grouped or
+// transposed convolutions have no adjoint yet: each is a compile error that says so. (take's adjoint, a
+// scatter-add, runs on the CPU only.)
 #include <tuple>
 #include <utility>
 
@@ -564,6 +564,21 @@ auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_se
   else return plus_all(one.template operator()<K>()...);
 }
 
+// The adjoint of concat (and stack, a concat of unsqueezed operands): each operand gets its slice of g
+// along the axis.
+template <class N, std::size_t K, int... A, class G>
+auto concat_part(const G& g, std::integer_sequence<int, A...>) {
+  return slice<std::conditional_t<A == N::axis, range<N::bounds[K], N::bounds[K + 1]>, whole>...>(g);
+}
+template <class Target, class N, class G, std::size_t... K>
+auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
+  const auto one = [&]<std::size_t I>() {
+    if constexpr (!depends<Target, std::tuple_element_t<I, decltype(N::args)>>()) return zero{};
+    else return gradient<Target>(std::get<I>(n.args), concat_part<N, I>(g, std::make_integer_sequence<int, N::rank>{}));
+  };
+  return plus_all(one.template operator()<K>()...);
+}
+
 template <class Target, class N, class G>
 auto gradient(const N& n, const G& g) {
   using To = typename Target::shape_type;
@@ -622,6 +637,8 @@ auto gradient(const N& n, const G& g) {
   } else if constexpr (detail::is_take_node_v<N>) {
     // The indices are integers: only the source has a gradient, g scattered back onto its rows.
     return gradient<Target>(std::get<0>(n.args), detail::take_adjoint(n, g));
+  } else if constexpr (detail::is_concat_node_v<N>) {
+    return concat_gradient<Target>(n, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
   } else if constexpr (detail::is_pad_node_v<N>) {
     using In = typename N::input_shape;
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {
