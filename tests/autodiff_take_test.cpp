@@ -59,6 +59,11 @@ void check_embedding() {
   const Tensor<T, shape<V, D>> got = de;
   const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-15;
   CHECK(worst_error(got, embedding_reference(ids, r.data())) < tol);
+  // Into a strided destination (a transposed view): the scatter zeroes and adds through its strides.
+  Tensor<T, shape<D, V>> flipped_layout;
+  eval(transpose(flipped_layout), de);
+  const Tensor<T, shape<V, D>> back = transpose(flipped_layout);
+  CHECK(worst_error(back, embedding_reference(ids, r.data())) < tol);
   // Through a computed source: d/dE sum(embedding(exp(E), ids) * r) = exp(E) * the scatter.
   auto [l2, de2] = value_and_grad([&](const auto& e) { return sum(embedding(exp(e), ids) * r); }, table);
   const Tensor<T, shape<V, D>> got2 = de2;

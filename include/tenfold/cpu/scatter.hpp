@@ -2,6 +2,8 @@
 // The adjoint of take on the CPU (core/scatter_node.hpp): the destination zeroed, then one pass over g,
 // each row of g added into the row of the destination its index names. One thread, in g's order, so
 // repeated indices accumulate in the same order on every run (the result does not depend on threading).
+#include <algorithm>
+
 #include "tenfold/core/scatter_node.hpp"
 
 namespace tenfold::cpu {
@@ -13,10 +15,12 @@ void run_scatter_add(const Dst& dst, const N& n) {
   using D = typename Dst::value_type;
   using A = compute_t<D>;
   index_t o[S::rank > 0 ? S::rank : 1] = {};
-  for (index_t k = 0; k < S::size; ++k) {
-    detail::unravel<S>(k, o);
-    dst.data()[Dst::offset_of(o)] = D{};
-  }
+  if constexpr (Dst::contiguous) std::fill_n(dst.data(), S::size, D{});
+  else
+    for (index_t k = 0; k < S::size; ++k) {
+      detail::unravel<S>(k, o);
+      dst.data()[Dst::offset_of(o)] = D{};
+    }
   if constexpr (GS::size > 0) {
     const auto& g = std::get<0>(n.args);
     using GL = std::remove_cvref_t<decltype(g)>;
