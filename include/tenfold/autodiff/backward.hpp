@@ -10,9 +10,9 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and attention, scans, strided slices, overlapping pooling windows and the weights of grouped or
-// transposed convolutions have no adjoint yet: each is a compile error that says so. (take's adjoint, a
-// scatter-add, runs on the CPU only.)
+// job), and prod, attention, scans, strided slices, overlapping pooling windows and the weights of
+// grouped or transposed convolutions have no adjoint yet: each is a compile error that says so. (take's
+// adjoint, a scatter-add, runs on the CPU only.)
 #include <tuple>
 #include <utility>
 
