@@ -10,13 +10,15 @@
 // value is computed once for both.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and scans, concatenations and batched matmuls have no adjoint yet: each is a compile error that
-// says so.
+// job), and prod, scans, strided slices, overlapping pooling windows and the weights of grouped or
+// transposed convolutions have no adjoint yet: each is a compile error that says so. (take's adjoint, a
+// scatter-add, runs on the CPU only.)
 #include <tuple>
 #include <utility>
 
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/scatter_node.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/windows.hpp"
 #include "tenfold/ops/conv.hpp"
@@ -91,23 +93,65 @@ struct op_without_derivative {
 // A view reads its source at a linear function of its own index: source axis p at
 // off[p] + sum over the view's axes a of coef[p][a] * i[a] (a leaf's strides, a permutation, a broadcast,
 // a slice, a reshape's split, the windows of a pool). Its adjoint sends g (the view's gradient, shape G)
-// back onto the source (shape To): the view's axes that feed no source axis (broadcasts) are summed; the
-// rest are permuted into source order and each source axis's run of feeding axes merged into one axis;
-// then zeros are padded where the view did not read. That needs each view axis to feed at most one source
-// axis with a positive coefficient, and each source axis to be fed by a mixed-radix run (coefficients
+// back onto the source (shape To): the view's axes read backwards (a flip: a negative coefficient) are
+// flipped in g, which makes their coefficient positive; the view's axes that feed no source axis
+// (broadcasts) are summed; the rest are permuted into source order and each source axis's run of feeding
+// axes merged into one axis; then zeros are padded where the view did not read. That needs each view axis
+// to feed at most one source axis, and each source axis to be fed by a mixed-radix run (coefficients
 // c_1 > c_2 > ... = 1 with c_k = c_{k+1} * extent_{k+1}, as (oh, kh) of a pool whose stride is its
-// kernel): every source element is then read at most once. Overlapping windows, flips and strided
-// slices read differently and are a compile error for now.
+// kernel): every source element is then read at most once. Overlapping windows and strided slices read
+// differently and are a compile error for now.
 template <int RT, int RG>
 struct linear_read {
   std::array<index_t, RT * RG + 1> coef{}; // [p * RG + a]
   std::array<index_t, RT + 1> off{};
 };
 
+// A read with its flips taken out: view axis a read backwards (its only nonzero coefficients negative)
+// reads the same elements as the flipped axis read forwards, from the other end: off + c * (n - 1) + |c| * i.
+template <int RT, int RG>
+struct unflipped_read {
+  linear_read<RT, RG> read{};
+  std::array<bool, RG + 1> flipped{};
+};
+template <class G, int RT>
+constexpr unflipped_read<RT, G::rank> unflip(linear_read<RT, G::rank> r) {
+  constexpr int RG = G::rank;
+  unflipped_read<RT, RG> u{r, {}};
+  for (int a = 0; a < RG; ++a) {
+    bool negative = false, positive = false;
+    for (int p = 0; p < RT; ++p) {
+      const index_t c = r.coef[p * RG + a];
+      if (c < 0) negative = true;
+      if (c > 0) positive = true;
+    }
+    if (!negative || positive || G::dims[a] <= 1) continue;
+    u.flipped[a] = true;
+    for (int p = 0; p < RT; ++p) {
+      const index_t c = r.coef[p * RG + a];
+      u.read.off[p] += c * (G::dims[a] - 1);
+      u.read.coef[p * RG + a] = -c;
+    }
+  }
+  return u;
+}
+
 template <class G, class To, class Read>
 struct scatter_plan {
   static constexpr int RG = G::rank, RT = To::rank;
-  static constexpr linear_read<RT, RG> R = Read::value;
+  static constexpr unflipped_read<RT, RG> U = unflip<G, RT>(Read::value);
+  static constexpr linear_read<RT, RG> R = U.read;
+  static constexpr int flip_count = [] {
+    int n = 0;
+    for (int a = 0; a < RG; ++a) n += U.flipped[a];
+    return n;
+  }();
+  static constexpr auto flips = [] { // the view axes to flip in g
+    std::array<int, RG + 1> f{};
+    for (int a = 0, n = 0; a < RG; ++a)
+      if (U.flipped[a]) f[n++] = a;
+    return f;
+  }();
   static constexpr index_t c(int p, int a) { return R.coef[p * RG + a]; }
   // The source axis view axis a feeds (-1: none, RT: more than one or a negative coefficient).
   static constexpr int feeds(int a) {
@@ -219,18 +263,30 @@ auto reshape_to(X&& x) {
       std::make_index_sequence<To::rank>{});
 }
 
+// g flipped on the plan's flipped axes; summed over its broadcast ones.
+template <class P, std::size_t... I, class X>
+auto flip_axes(X&& g, std::index_sequence<I...>) {
+  return flip<P::flips[I]...>(std::forward<X>(g));
+}
+template <class P, std::size_t... I, class X>
+auto sum_axes(X&& g, std::index_sequence<I...>) {
+  return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims);
+}
+
 template <class To, class Read, class X>
 auto scatter_linear(X&& g) {
   using G = detail::shape_of_t<X>;
   using P = scatter_plan<G, To, Read>;
-  static_assert(P::valid(), "tenfold::value_and_grad: this view (a flip, a strided slice, overlapping windows) has no "
+  static_assert(P::valid(), "tenfold::value_and_grad: this view (a strided slice, overlapping windows) has no "
                             "adjoint yet: a view's adjoint needs each source element read at most once, in runs "
                             "(see autodiff/backward.hpp)");
+  auto unflipped = [&] {
+    if constexpr (P::flip_count == 0) return detail::as_node(std::forward<X>(g));
+    else return flip_axes<P>(std::forward<X>(g), std::make_index_sequence<std::size_t(P::flip_count)>{});
+  }();
   auto reduced = [&] {
-    if constexpr (P::summed_count == 0) return detail::as_node(std::forward<X>(g));
-    else
-      return [&]<std::size_t... I>(std::index_sequence<I...>) { return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims); }(
-          std::make_index_sequence<std::size_t(P::summed_count)>{});
+    if constexpr (P::summed_count == 0) return std::move(unflipped);
+    else return sum_axes<P>(std::move(unflipped), std::make_index_sequence<std::size_t(P::summed_count)>{});
   }();
   auto merged = [&] {
     using Spans = shape_from<P::span_dims()>;
@@ -260,14 +316,10 @@ constexpr linear_read<To::rank, L::rank> leaf_read() {
   constexpr auto cs = strides_of<To>;
   linear_read<To::rank, G::rank> r{};
   for (int a = 0; a < G::rank; ++a) {
-    const index_t s = L::strides[a];
+    const index_t s = L::strides[a], m = s < 0 ? -s : s; // s < 0: a flip
     if (s == 0 || G::dims[a] == 1) continue;
-    if (s < 0) { // a flip: marked as read twice, which scatter_plan rejects
-      r.coef[a] = r.coef[(To::rank - 1) * G::rank + a] = -1;
-      continue;
-    }
     for (int p = 0; p < To::rank; ++p)
-      if (To::dims[p] > 1 && cs[p] <= s && s % cs[p] == 0) {
+      if (To::dims[p] > 1 && cs[p] <= m && m % cs[p] == 0) {
         r.coef[p * G::rank + a] = s / cs[p];
         break;
       }
@@ -317,6 +369,59 @@ auto view_adjoint(X&& g) {
   else if constexpr (requires { M::src; M::scale; M::off; } || requires { M::coef; M::off; })
     return scatter_linear<In, map_read_of<M>>(std::forward<X>(g));
   else return no_adjoint_yet<M>{};
+}
+
+// ---- matmul ----------------------------------------------------------------------------------------
+// For C = A B over the last two axes, batched (batch axes broadcast as in NumPy): dA = g Bᵀ and dB = Aᵀ g,
+// batched matmuls of the forward's batch shape whose transposes swap the last two axes (views: they fold
+// into the strides the GEMM reads). An operand broadcast along batch axes (absent, or of extent 1) was
+// read once per position there, so its gradient is summed over them.
+
+// x summed back onto shape S, from which x's shape was broadcast: over x's leading axes, and over those
+// where S has extent 1 and x does not.
+template <class S, class XS>
+constexpr auto unbroadcast_axes() {
+  constexpr int lead = XS::rank - S::rank;
+  std::array<int, XS::rank + 1> a{};
+  int n = 0;
+  for (int i = 0; i < XS::rank; ++i)
+    if (XS::dims[i] != 1 && (i < lead || S::dims[i - lead] == 1)) a[n++] = i;
+  a[XS::rank] = n;
+  return a;
+}
+template <class S, class X, std::size_t... I>
+auto sum_onto(X&& x, std::index_sequence<I...>) {
+  using XS = detail::shape_of_t<X>;
+  return reshape_to<S>(tenfold::sum(std::forward<X>(x), axes<unbroadcast_axes<S, XS>()[I]...>, keepdims));
+}
+template <class S, class X>
+auto unbroadcast(X&& x) {
+  using XS = detail::shape_of_t<X>;
+  constexpr int summed = unbroadcast_axes<S, XS>()[XS::rank];
+  if constexpr (summed == 0) return reshape_to<S>(std::forward<X>(x));
+  else return sum_onto<S>(std::forward<X>(x), std::make_index_sequence<std::size_t(summed)>{});
+}
+
+template <class X>
+auto swap_last(X&& x) {
+  return swapaxes<-2, -1>(std::forward<X>(x));
+}
+
+// dA = g Bᵀ, onto A's shape SA.
+template <class SA, class Bn, class G>
+auto matmul_a_adjoint(const Bn& b, const G& g) {
+  return unbroadcast<SA>(matmul(g, swap_last(b)));
+}
+// dB = Aᵀ g, onto B's shape SB. A matrix B shared by every batch element (a linear layer's weights on
+// [batch, tokens, features]) takes one GEMM over the batch and rows together, [K, P M] x [P M, N], rather
+// than P products summed afterwards.
+template <class SB, class An, class G>
+auto matmul_b_adjoint(const An& a, const G& g) {
+  using SA = typename An::shape_type;
+  if constexpr (SB::rank == 2 && SA::rank > 2) {
+    constexpr index_t K = SA::dims[SA::rank - 1], N = SB::dims[1], rows = SA::size / (K ? K : 1);
+    return matmul(transpose(reshape<rows, K>(a)), reshape<rows, N>(g));
+  } else return unbroadcast<SB>(matmul(swap_last(a), g));
 }
 
 // ---- convolution ---------------------------------------------------------------------------------------
@@ -477,6 +582,21 @@ auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_se
   else return plus_all(one.template operator()<K>()...);
 }
 
+// The adjoint of concat (and stack, a concat of unsqueezed operands): each operand gets its slice of g
+// along the axis.
+template <class N, std::size_t K, int... A, class G>
+auto concat_part(const G& g, std::integer_sequence<int, A...>) {
+  return slice<std::conditional_t<A == N::axis, range<N::bounds[K], N::bounds[K + 1]>, whole>...>(g);
+}
+template <class Target, class N, class G, std::size_t... K>
+auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
+  const auto one = [&]<std::size_t I>() {
+    if constexpr (!depends<Target, std::tuple_element_t<I, decltype(N::args)>>()) return zero{};
+    else return gradient<Target>(std::get<I>(n.args), concat_part<N, I>(g, std::make_integer_sequence<int, N::rank>{}));
+  };
+  return plus_all(one.template operator()<K>()...);
+}
+
 template <class Target, class N, class G>
 auto gradient(const N& n, const G& g) {
   using To = typename Target::shape_type;
@@ -509,9 +629,17 @@ auto gradient(const N& n, const G& g) {
   } else if constexpr (detail::is_matmul_node_v<N>) {
     const auto& a = std::get<0>(n.args);
     const auto& b = std::get<1>(n.args);
-    static_assert(N::rank == 2 && std::remove_cvref_t<decltype(a)>::rank == 2 && std::remove_cvref_t<decltype(b)>::rank == 2,
-                  "tenfold::value_and_grad: only a matrix-matrix matmul has a derivative yet");
-    return plus(gradient<Target>(a, matmul(g, transpose(b))), gradient<Target>(b, matmul(transpose(a), g)));
+    using A = std::remove_cvref_t<decltype(a)>;
+    using B = std::remove_cvref_t<decltype(b)>;
+    auto through_a = [&] {
+      if constexpr (!depends<Target, A>()) return zero{};
+      else return gradient<Target>(a, matmul_a_adjoint<typename A::shape_type>(b, g));
+    }();
+    auto through_b = [&] {
+      if constexpr (!depends<Target, B>()) return zero{};
+      else return gradient<Target>(b, matmul_b_adjoint<typename B::shape_type>(a, g));
+    }();
+    return plus(std::move(through_a), std::move(through_b));
   } else if constexpr (detail::is_attention_node_v<N>) {
     using T = typename N::value_type;
     using CQ = typename N::q_type;
@@ -562,6 +690,11 @@ auto gradient(const N& n, const G& g) {
       else return gradient<Target>(w, conv_weight_adjoint<N>(x, g));
     }();
     return plus(std::move(through_x), std::move(through_w));
+  } else if constexpr (detail::is_take_node_v<N>) {
+    // The indices are integers: only the source has a gradient, g scattered back onto its rows.
+    return gradient<Target>(std::get<0>(n.args), detail::take_adjoint(n, g));
+  } else if constexpr (detail::is_concat_node_v<N>) {
+    return concat_gradient<Target>(n, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
   } else if constexpr (detail::is_pad_node_v<N>) {
     using In = typename N::input_shape;
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -31,6 +31,25 @@ constexpr dims_t<S::rank + I::rank - 1> take_dims() {
   return d;
 }
 
+// Every value of the index leaf ids in [0, Extent), else a tenfold::error naming the index, its position,
+// the axis and the extent (the check of take and of its adjoint, core/scatter_node.hpp).
+template <index_t Extent, class Ids>
+void check_index_values(const Ids& ids, const char* what, int axis, const std::string& source) {
+  using IS = typename Ids::shape_type;
+  index_t at_[IS::rank > 0 ? IS::rank : 1] = {};
+  for (index_t k = 0; k < IS::size; ++k) {
+    unravel<IS>(k, at_);
+    const auto v = ids.data()[ids.offset_of(at_)];
+    if (v < 0 || v >= Extent) {
+      std::string where;
+      for (int a = 0; a < IS::rank; ++a) (where += a ? ", " : "") += std::to_string(at_[a]);
+      throw error(message("tenfold::", what, ": index ", static_cast<long long>(v), " at [", where,
+                          "] of the indices is out of range for axis ", axis, " of extent ", Extent, " (source ",
+                          source, ")"));
+    }
+  }
+}
+
 // Along = false: take. out[pre..., j..., post...] = src[pre..., idx[j...], post...]
 // Along = true:  take_along_axis. out[i...] = src[i... with i[Axis] replaced by idx[i...]]
 template <int Axis, bool Along, class Src, class Idx>
@@ -64,21 +83,8 @@ struct take_node : node_tag {
 
   // Every index in [0, extent): called on the host before the nest runs (the indices are a leaf).
   void check_indices() const {
-    const auto& ids = std::get<1>(args);
-    constexpr index_t n = source_shape::dims[Axis];
-    index_t at_[index_shape::rank > 0 ? index_shape::rank : 1] = {};
-    for (index_t k = 0; k < index_shape::size; ++k) {
-      index_t rest = k;
-      for (int a = index_shape::rank - 1; a >= 0; --a) at_[a] = rest % index_shape::dims[a], rest /= index_shape::dims[a];
-      const auto v = ids.data()[ids.offset_of(at_)];
-      if (v < 0 || v >= n) {
-        std::string where;
-        for (int a = 0; a < index_shape::rank; ++a) (where += a ? ", " : "") += std::to_string(at_[a]);
-        throw error(message("tenfold::", Along ? "take_along_axis" : "take", ": index ", static_cast<long long>(v),
-                            " at [", where, "] of the indices is out of range for axis ", Axis, " of extent ", n,
-                            " (source ", Src::str(), ")"));
-      }
-    }
+    check_index_values<source_shape::dims[Axis]>(std::get<1>(args), Along ? "take_along_axis" : "take", Axis,
+                                                 Src::str());
   }
   static std::string str() {
     return std::string(Along ? "take_along_axis<" : "take<") + std::to_string(Axis) + ">(" + Src::str() + ", " +
@@ -90,13 +96,18 @@ template <class E>
 inline constexpr bool is_take_node_v = false;
 template <int A, bool L, class S, class I>
 inline constexpr bool is_take_node_v<take_node<A, L, S, I>> = true;
+// A node whose indices are checked before anything runs: take, and its adjoint (core/scatter_node.hpp).
 template <class N>
-struct is_take : std::bool_constant<is_take_node_v<N>> {};
+concept checks_indices = requires(const N& n) {
+  n.check_indices();
+};
+template <class N>
+struct is_take : std::bool_constant<checks_indices<N>> {};
 
 // Checks every take node's indices in the tree (the evaluator calls this before it prepares the tree).
 template <class N>
 void check_take_indices(const N& n) {
-  if constexpr (is_take_node_v<N>) n.check_indices();
+  if constexpr (checks_indices<N>) n.check_indices();
   std::apply([](const auto&... c) { (check_take_indices(c), ...); }, children(n));
 }
 

@@ -16,6 +16,7 @@
 #include "tenfold/cpu/materialize.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/row_tee.hpp"
+#include "tenfold/cpu/scatter.hpp"
 #include "tenfold/cpu/window_reduce.hpp"
 
 namespace tenfold {
@@ -235,6 +236,7 @@ void run(const Dst& dst, const N& n) {
   // (Roots with kernels of their own before the loop-nest analyses, which know only nest nodes.)
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
+  else if constexpr (detail::is_scatter_add_node_v<N>) run_scatter_add(dst, n);
   else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else run_elementwise(dst, n);

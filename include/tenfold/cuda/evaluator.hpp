@@ -9,6 +9,7 @@
 //   - reductions with no row to share          -> a thread per element, its reductions once each
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
+#include "tenfold/core/scatter_node.hpp"
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
 #include "tenfold/plan/aliasing.hpp"
@@ -62,7 +63,10 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   static_assert(device_tree<N>(), "tenfold::cuda: an operand refers to host memory; copy it to the device first "
                                   "(cuda::to_device) and use the device tensor's expr()");
   using S = typename N::shape_type;
-  if constexpr (S::size == 0) return;
+  if constexpr (tenfold::detail::is_scatter_add_node_v<N>)
+    static_assert(sizeof(N) == 0, "tenfold::cuda: the gradient of take/embedding (a scatter-add) has no CUDA kernel "
+                                  "yet: evaluate it on the CPU");
+  else if constexpr (S::size == 0) return;
   else if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n, s);
   else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
     if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group

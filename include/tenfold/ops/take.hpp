@@ -2,6 +2,7 @@
 // take, embedding, take_along_axis / gather: reads at indices held in an int32 or int64 tensor
 // (core/gather_node.hpp). Fused with their consumers; every index is checked before the nest runs.
 #include "tenfold/core/gather_node.hpp"
+#include "tenfold/core/scatter_node.hpp"
 #include "tenfold/core/views.hpp"
 
 namespace tenfold {

@@ -1,0 +1,250 @@
+// Gradients through flips, concat and stack (autodiff/backward.hpp). A flip of a parameter folds into
+// negative strides, a flip of an opaque value (a matmul) stays a view with a negative coefficient; either
+// way the adjoint is the same flip of g. The pair swap of rotary position embeddings,
+// reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is checked as it will be used. The adjoint of a
+// concat gives each operand its slice of g. Each loss is sum(f(x) * r) with a random r; the exact
+// gradient is written below from the definition, in long double, independently of tenfold.
+#include <catch2/catch.hpp>
+#include <tenfold/autodiff/backward.hpp>
+#include <tenfold/tenfold.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace tenfold;
+using ld = long double;
+
+namespace {
+template <class T, class S>
+Tensor<T, S> random_tensor(unsigned seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor<T, S> t;
+  for (auto& v : t) v = T(u(g));
+  return t;
+}
+
+template <class T, class S>
+double worst_error(const Tensor<T, S>& got, const std::vector<ld>& want) {
+  REQUIRE(want.size() == std::size_t(S::size));
+  ld worst = 0;
+  for (index_t i = 0; i < S::size; ++i)
+    worst = std::max(worst, std::fabs(ld(got.data()[i]) - want[std::size_t(i)]) /
+                                std::max(std::fabs(want[std::size_t(i)]), 1.0L));
+  return double(worst);
+}
+
+// The pair swap's partner of element k of a row: 2j <-> 2j + 1.
+constexpr index_t partner(index_t k) { return k ^ 1; }
+} // namespace
+
+TEST_CASE("flip: the gradient of a flipped parameter is the flipped gradient", "[autodiff][views][flip]") {
+  const auto x = random_tensor<double, shape<4, 5>>(1);
+  const auto r = random_tensor<double, shape<4, 5>>(2);
+  auto [l0, d0] = value_and_grad([&](const auto& x_) { return sum(flip<0>(x_) * r); }, x);
+  auto [l1, d1] = value_and_grad([&](const auto& x_) { return sum(flip<-1>(x_) * r); }, x);
+  auto [l2, d2] = value_and_grad([&](const auto& x_) { return sum(flip(x_) * r); }, x);
+  const Tensor<double, shape<4, 5>> g0 = d0, g1 = d1, g2 = d2;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j) {
+      CHECK(g0(i, j) == r(3 - i, j));
+      CHECK(g1(i, j) == r(i, 4 - j));
+      CHECK(g2(i, j) == r(3 - i, 4 - j));
+    }
+  // A flipped slice (pads zeros where nothing was read) and a slice with step -1, broadcast over a new
+  // leading axis (summed back).
+  const auto rs = random_tensor<double, shape<2, 3>>(3);
+  auto [l3, d3] =
+      value_and_grad([&](const auto& x_) { return sum(flip<1>(slice<range<1, 3>, range<1, 4>>(x_)) * rs); }, x);
+  const Tensor<double, shape<4, 5>> g3 = d3;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j) CHECK(g3(i, j) == (i >= 1 && i < 3 && j >= 1 && j < 4 ? rs(i - 1, 3 - j) : 0.0));
+  const auto rb = random_tensor<double, shape<3, 4, 5>>(4);
+  auto [l4, d4] = value_and_grad(
+      [&](const auto& x_) { return sum(broadcast_to<shape<3, 4, 5>>(slice<whole, range<none, none, -1>>(x_)) * rb); },
+      x);
+  const Tensor<double, shape<4, 5>> g4 = d4;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j)
+      CHECK(g4(i, j) == Approx(double(ld(rb(0, i, 4 - j)) + rb(1, i, 4 - j) + rb(2, i, 4 - j))).epsilon(1e-15));
+}
+
+TEST_CASE("flip: of a computed value, elementwise (folded into the leaves) and opaque (a view of a matmul)",
+          "[autodiff][views][flip]") {
+  const auto x = random_tensor<double, shape<4, 6>>(5);
+  const auto r = random_tensor<double, shape<4, 6>>(6);
+  auto [l0, d0] = value_and_grad([&](const auto& x_) { return sum(flip<1>(exp(x_)) * r); }, x);
+  const Tensor<double, shape<4, 6>> g0 = d0;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 6; ++j)
+      CHECK(g0(i, j) == Approx(double(std::exp(ld(x(i, j))) * r(i, 5 - j))).epsilon(1e-14));
+
+  // d/da sum(flip(a w) * r) = flip(r) wᵀ, d/dw = aᵀ flip(r)
+  const auto a = random_tensor<float, shape<5, 3>>(7);
+  const auto w = random_tensor<float, shape<3, 4>>(8);
+  const auto rm = random_tensor<float, shape<5, 4>>(9);
+  auto [l1, da, dw] =
+      value_and_grad([&](const auto& a_, const auto& w_) { return sum(flip<0, 1>(matmul(a_, w_)) * rm); }, a, w);
+  const Tensor<float, shape<5, 3>> ga = da;
+  const Tensor<float, shape<3, 4>> gw = dw;
+  std::vector<ld> want_a(15, 0), want_w(12, 0);
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 4; ++j)
+      for (index_t k = 0; k < 3; ++k) {
+        const ld g = rm(4 - i, 3 - j);
+        want_a[std::size_t(i * 3 + k)] += g * w(k, j);
+        want_w[std::size_t(k * 4 + j)] += g * a(i, k);
+      }
+  CHECK(worst_error(ga, want_a) < 1e-5);
+  CHECK(worst_error(gw, want_w) < 1e-5);
+}
+
+namespace {
+// The pair swap of rotary embeddings over the last axis of x: [..., D] -> [..., D/2, 2], flipped, back.
+template <class X>
+auto swap_pairs(const X& x) {
+  using S = detail::shape_of_t<X>;
+  static_assert(S::rank == 3 && S::dims[2] % 2 == 0);
+  return reshape<S::dims[0], S::dims[1], S::dims[2]>(flip<-1>(reshape<S::dims[0], S::dims[1], S::dims[2] / 2, 2>(x)));
+}
+} // namespace
+
+TEST_CASE("flip: the pair swap of rotary embeddings, on a parameter and on computed values",
+          "[autodiff][views][flip][rope]") {
+  using S = shape<3, 5, 8>;
+  const auto x = random_tensor<float, S>(10);
+  const auto r = random_tensor<float, S>(11);
+  auto at = [](const auto& t, index_t i, index_t j, index_t k) { return ld(t.data()[(i * 5 + j) * 8 + k]); };
+
+  // On a leaf: the gradient is r swapped back.
+  auto [l0, d0] = value_and_grad([&](const auto& x_) { return sum(swap_pairs(x_) * r); }, x);
+  const Tensor<float, S> g0 = d0;
+  std::vector<ld> want(S::size);
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 5; ++j)
+      for (index_t k = 0; k < 8; ++k) want[std::size_t((i * 5 + j) * 8 + k)] = at(r, i, j, partner(k));
+  CHECK(worst_error(g0, want) == 0);
+
+  // The rotation itself, x cos + swap(x) sin_signed: d/dx = r cos + swap(r sin_signed).
+  const auto c = random_tensor<float, S>(12);
+  const auto s = random_tensor<float, S>(13);
+  auto [l1, d1] = value_and_grad([&](const auto& x_) { return sum((x_ * c + swap_pairs(x_) * s) * r); }, x);
+  const Tensor<float, S> g1 = d1;
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 5; ++j)
+      for (index_t k = 0; k < 8; ++k)
+        want[std::size_t((i * 5 + j) * 8 + k)] =
+            at(r, i, j, k) * at(c, i, j, k) + at(r, i, j, partner(k)) * at(s, i, j, partner(k));
+  CHECK(worst_error(g1, want) < 1e-6);
+
+  // On an elementwise value: exp(x) swapped, the flip folded into the leaf under exp.
+  auto [l2, d2] = value_and_grad([&](const auto& x_) { return sum(swap_pairs(exp(x_)) * r); }, x);
+  const Tensor<float, S> g2 = d2;
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 5; ++j)
+      for (index_t k = 0; k < 8; ++k)
+        want[std::size_t((i * 5 + j) * 8 + k)] = std::exp(at(x, i, j, k)) * at(r, i, j, partner(k));
+  CHECK(worst_error(g2, want) < 1e-6);
+
+  // On an opaque value, as rotary embeddings rotate a projection: q = reshape(h w), swapped.
+  const auto h = random_tensor<float, shape<15, 6>>(14);
+  const auto w = random_tensor<float, shape<6, 8>>(15);
+  auto [l3, dh, dw] = value_and_grad(
+      [&](const auto& h_, const auto& w_) { return sum(swap_pairs(reshape<3, 5, 8>(matmul(h_, w_))) * r); }, h, w);
+  const Tensor<float, shape<15, 6>> gh = dh;
+  const Tensor<float, shape<6, 8>> gw = dw;
+  std::vector<ld> want_h(15 * 6, 0), want_w(6 * 8, 0);
+  for (index_t t = 0; t < 15; ++t)
+    for (index_t k = 0; k < 8; ++k) {
+      const ld g = ld(r.data()[t * 8 + partner(k)]); // the gradient of (h w)[t, k]
+      for (index_t e = 0; e < 6; ++e) {
+        want_h[std::size_t(t * 6 + e)] += g * w(e, k);
+        want_w[std::size_t(e * 8 + k)] += g * h(t, e);
+      }
+    }
+  CHECK(worst_error(gh, want_h) < 1e-5);
+  CHECK(worst_error(gw, want_w) < 1e-5);
+  // The loss's value too: the swap read forwards.
+  const Tensor<float> lv = l3;
+  ld want_l = 0;
+  for (index_t t = 0; t < 15; ++t)
+    for (index_t k = 0; k < 8; ++k) {
+      ld q = 0;
+      for (index_t e = 0; e < 6; ++e) q += ld(h(t, e)) * w(e, partner(k));
+      want_l += q * r.data()[t * 8 + k];
+    }
+  CHECK(double(lv()) == Approx(double(want_l)).epsilon(1e-5));
+}
+
+TEST_CASE("concat: each operand's gradient is its slice of g", "[autodiff][views][concat]") {
+  const auto x = random_tensor<double, shape<2, 5>>(20);
+  const auto y = random_tensor<double, shape<3, 5>>(21);
+  const auto r = random_tensor<double, shape<5, 5>>(22);
+  auto [l0, dx, dy] = value_and_grad([&](const auto& x_, const auto& y_) { return sum(concat<0>(x_, y_) * r); }, x, y);
+  const Tensor<double, shape<2, 5>> gx = dx;
+  const Tensor<double, shape<3, 5>> gy = dy;
+  for (index_t j = 0; j < 5; ++j) {
+    for (index_t i = 0; i < 2; ++i) CHECK(gx(i, j) == r(i, j));
+    for (index_t i = 0; i < 3; ++i) CHECK(gy(i, j) == r(i + 2, j));
+  }
+
+  // The same parameter twice along the last axis, once through exp and once flipped:
+  // d/dq sum(concat<-1>(exp(q), flip<0>(q), q) * s) = exp(q) s[:, :3] + flip<0>(s[:, 3:6]) + s[:, 6:].
+  const auto q = random_tensor<double, shape<4, 3>>(23);
+  const auto s = random_tensor<double, shape<4, 9>>(24);
+  auto [l1, dq] = value_and_grad([&](const auto& q_) { return sum(concat<-1>(exp(q_), flip<0>(q_), q_) * s); }, q);
+  const Tensor<double, shape<4, 3>> gq = dq;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      CHECK(gq(i, j) == Approx(double(std::exp(ld(q(i, j))) * s(i, j) + s(3 - i, j + 3) + s(i, j + 6))).epsilon(1e-14));
+
+  // A slice of a concat (a view of the opaque node: zeros where the slice did not read), and a concat of
+  // an opaque operand (a matmul) beside a parameter.
+  const auto rs = random_tensor<double, shape<3, 5>>(25);
+  auto [l2, dx2, dy2] = value_and_grad(
+      [&](const auto& x_, const auto& y_) { return sum(slice<range<1, 4>>(concat<0>(x_, y_)) * rs); }, x, y);
+  const Tensor<double, shape<2, 5>> gx2 = dx2;
+  const Tensor<double, shape<3, 5>> gy2 = dy2;
+  for (index_t j = 0; j < 5; ++j) {
+    CHECK(gx2(0, j) == 0);
+    CHECK(gx2(1, j) == rs(0, j));
+    CHECK(gy2(0, j) == rs(1, j));
+    CHECK(gy2(1, j) == rs(2, j));
+    CHECK(gy2(2, j) == 0);
+  }
+  const auto a = random_tensor<float, shape<4, 3>>(26);
+  const auto w = random_tensor<float, shape<3, 2>>(27);
+  const auto b = random_tensor<float, shape<4, 5>>(28);
+  const auto rm = random_tensor<float, shape<4, 7>>(29);
+  auto [l3, dw, db] =
+      value_and_grad([&](const auto& w_, const auto& b_) { return sum(concat<1>(matmul(a, w_), b_) * rm); }, w, b);
+  const Tensor<float, shape<3, 2>> gw = dw;
+  const Tensor<float, shape<4, 5>> gb = db;
+  std::vector<ld> want_w(6, 0), want_b(20);
+  for (index_t i = 0; i < 4; ++i) {
+    for (index_t k = 0; k < 3; ++k)
+      for (index_t j = 0; j < 2; ++j) want_w[std::size_t(k * 2 + j)] += ld(a(i, k)) * rm(i, j);
+    for (index_t j = 0; j < 5; ++j) want_b[std::size_t(i * 5 + j)] = rm(i, j + 2);
+  }
+  CHECK(worst_error(gw, want_w) < 1e-6);
+  CHECK(worst_error(gb, want_b) == 0);
+}
+
+TEST_CASE("stack: each operand's gradient is its index along the new axis", "[autodiff][views][concat]") {
+  const auto a = random_tensor<float, shape<4, 5>>(30);
+  const auto b = random_tensor<float, shape<4, 5>>(31);
+  const auto r = random_tensor<float, shape<4, 3, 5>>(32);
+  auto [l0, da, db] =
+      value_and_grad([&](const auto& a_, const auto& b_) { return sum(stack<1>(a_, tanh(b_), a_ * b_) * r); }, a, b);
+  const Tensor<float, shape<4, 5>> ga = da, gb = db;
+  std::vector<ld> want_a(20), want_b(20);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j) {
+      const ld t = std::tanh(ld(b(i, j)));
+      want_a[std::size_t(i * 5 + j)] = r(i, 0, j) + ld(r(i, 2, j)) * b(i, j);
+      want_b[std::size_t(i * 5 + j)] = ld(r(i, 1, j)) * (1 - t * t) + ld(r(i, 2, j)) * a(i, j);
+    }
+  CHECK(worst_error(ga, want_a) < 1e-6);
+  CHECK(worst_error(gb, want_b) < 1e-6);
+}
