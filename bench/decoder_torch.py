@@ -12,7 +12,8 @@ gives to Shakespeare (1.1 MB). Byte level: the vocabulary is the distinct bytes 
 Model and training: nanoGPT's CPU configuration for character-level Shakespeare (4 layers, 4 heads,
 width 128, context 64, batch 12, 2000 iterations, no dropout, no biases), with the issue's choices:
 pre-norm blocks with LayerNorm (weight only), rotary position embeddings on queries and keys (no position
-table), a GELU (tanh) MLP of width 512, the output layer tied to the token embedding. AdamW (lr 1e-3,
+table; dimension i pairs with i + D/2, as in GPT-NeoX and Llama), a GELU (tanh) MLP of width 512, the
+output layer tied to the token embedding. AdamW (lr 1e-3,
 betas 0.9/0.99, weight decay 0.1 on matrices only), 100 warm-up iterations then cosine decay to 1e-4,
 gradients clipped at norm 1.0; initial weights N(0, 0.02), the blocks' output projections
 N(0, 0.02 / sqrt(2 * layers)) (GPT-2's). Windows of 65 bytes drawn uniformly from the split.
@@ -51,9 +52,9 @@ def load_corpus(folder):
     return bytes(text), names
 
 
-def rope(x, cos, sin):  # x [B, H, T, D]: pairs (2i, 2i+1) rotated by position * 10000^(-2i/D)
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+def rope(x, cos, sin):  # x [B, H, T, D]: pairs (i, i + D/2) rotated by position * 10000^(-2i/D) (GPT-NeoX, Llama)
+    x0, x1 = x.chunk(2, dim=-1)
+    return torch.cat((x0 * cos - x1 * sin, x1 * cos + x0 * sin), dim=-1)
 
 
 class Block(nn.Module):

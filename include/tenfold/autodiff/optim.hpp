@@ -48,17 +48,22 @@ class adam {
 
   template <class T, class S, class G>
   void update(Tensor<T, S>& p, moments<T, S>& s, const G& grad) const {
+    update(p, s.m, s.v, grad);
+  }
+  // The same with the moments m and v held elsewhere (tensors of p's shape, zero at the start).
+  template <class T, class S, class G>
+  void update(Tensor<T, S>& p, Tensor<T, S>& m, Tensor<T, S>& v, const G& grad) const {
     static_assert(std::is_same_v<detail::shape_of_t<G>, S>, "tenfold::optim::adam: the gradient must have the parameter's shape");
     const T b1 = options.beta1, b2 = options.beta2, wd = options.weight_decay;
     if (options.decoupled || wd == 0) {
       if (options.decoupled && wd != 0) p = p * T(1 - lr_ * wd);
-      s.m = s.m * b1 + grad * T(1 - b1);
-      s.v = s.v * b2 + square(grad) * T(1 - b2);
+      m = m * b1 + grad * T(1 - b1);
+      v = v * b2 + square(grad) * T(1 - b2);
     } else {
-      s.m = s.m * b1 + (grad + p * wd) * T(1 - b1);
-      s.v = s.v * b2 + square(grad + p * wd) * T(1 - b2);
+      m = m * b1 + (grad + p * wd) * T(1 - b1);
+      v = v * b2 + square(grad + p * wd) * T(1 - b2);
     }
-    p = p - s.m * T(lr_ / bias1_) / (sqrt(s.v) * T(1 / std::sqrt(bias2_)) + T(options.eps));
+    p = p - m * T(lr_ / bias1_) / (sqrt(v) * T(1 / std::sqrt(bias2_)) + T(options.eps));
   }
 
  private:

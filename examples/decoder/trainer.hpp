@@ -1,0 +1,135 @@
+#pragma once
+// One training step of the decoder (model.hpp) on a batch of B windows: the stages forward, each output
+// kept; the stages backward through `vjp`; the embedding's gradient from the output layer plus its
+// lookups' scatter-add; clipping by global norm; AdamW. Every expression is evaluated in one arena whose
+// size is a compile-time constant (set() checks each plan against it), so a step allocates nothing.
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <span>
+
+#include "model.hpp"
+
+namespace gpt {
+
+struct adamw_options {
+  float beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f, weight_decay = 0.1f, clip = 1.0f;
+};
+
+template <index_t V, index_t B>
+struct trainer {
+  static constexpr index_t T = context, N = B * T;
+  // The largest plan among the step's expressions: attention's backward pass (the probabilities and
+  // their gradient, B x heads x T x T each, with the rotated q and k and a few [N, width] operands).
+  static constexpr index_t arena_bytes = index_t(sizeof(float)) * (3 * B * heads * T * T + 8 * N * hidden);
+  struct aligned_free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
+  template <class D, class E>
+  void set(D& dst, E&& e) {
+    static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::trainer::arena_bytes is too small for this expression");
+    eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+  }
+
+  rope_tables<T, head_dim> rope;
+  Tensor<std::int32_t, shape<N>> ids;
+  Tensor<std::int64_t, shape<N>> targets;
+  // the stages' outputs, per block
+  Tensor<float, shape<N, width>> x[layers + 1], y[layers], x2[layers];
+  Tensor<float, shape<N, 3 * width>> qkv[layers];
+  Tensor<float, shape<N, hidden>> a[layers];
+  // the gradients flowing back
+  Tensor<float, shape<N, width>> gx, gx2, gy;
+  Tensor<float, shape<N, 3 * width>> gqkv;
+  Tensor<float, shape<N, hidden>> ga;
+  Tensor<float, shape<>> loss;
+  // the parameters' gradients and Adam's moments
+  std::unique_ptr<parameters<V>> grad = std::make_unique<parameters<V>>(), m = std::make_unique<parameters<V>>(),
+                                  v = std::make_unique<parameters<V>>();
+  adamw_options options;
+  optim::adam decayed{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay, .decoupled = true}};
+  optim::adam plain{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = 0.0f, .decoupled = true}};
+  Tensor<float, shape<>> squares;
+  double last_norm = 0; // the gradients' global norm before clipping, at the last step
+
+  // The forward pass on ids, keeping every stage's output.
+  void forward(const parameters<V>& p) {
+    set(x[0], embedding(p.embed, ids));
+    for (index_t l = 0; l < layers; ++l) {
+      const auto& b = p.blocks[l];
+      set(qkv[l], attention_in(x[l], b.ln1, b.qkv));
+      set(y[l], self_attention<B, T>(qkv[l], rope.cos, rope.sin));
+      set(x2[l], residual(x[l], y[l], b.proj));
+      set(a[l], mlp_in(x2[l], b.ln2, b.up));
+      set(x[l + 1], mlp_out(x2[l], a[l], b.down));
+    }
+  }
+  // The mean cross-entropy of the batch in ids / targets.
+  float evaluate(const parameters<V>& p) {
+    forward(p);
+    set(loss, head_loss(x[layers], p.ln_f, p.embed, targets));
+    return loss();
+  }
+
+  // One AdamW step at learning rate lr on the batch in ids / targets; returns the batch's loss (before
+  // the step).
+  float step(parameters<V>& p, float lr) {
+    backward(p);
+    update(p, lr);
+    return loss();
+  }
+
+  // The batch's loss and every parameter's gradient (in *grad).
+  void backward(const parameters<V>& p) {
+    forward(p);
+    auto& g = *grad;
+    auto [value, dx, dln, dembed] = value_and_grad(
+        [this](const auto& x_, const auto& g_, const auto& e_) { return head_loss(x_, g_, e_, targets); }, x[layers],
+        p.ln_f, p.embed);
+    set(loss, value), set(gx, dx), set(g.ln_f, dln), set(g.embed, dembed);
+    for (index_t l = layers - 1; l >= 0; --l) {
+      const auto& b = p.blocks[l];
+      auto& gb = g.blocks[l];
+      // x[l + 1] = x2 + gelu(a) down
+      auto [d_x2, d_a, d_down] = vjp(mlp_out, gx, x2[l], a[l], b.down);
+      set(ga, d_a), set(gb.down, d_down);
+      // a = norm(x2) up
+      auto [e_x2, e_ln2, e_up] = vjp(mlp_in, ga, x2[l], b.ln2, b.up);
+      set(gx2, d_x2 + e_x2), set(gb.ln2, e_ln2), set(gb.up, e_up);
+      // x2 = x + y proj
+      auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
+      set(gy, f_y), set(gb.proj, f_proj);
+      // y = attention(qkv)
+      auto [h_qkv] = vjp([this](const auto& q_) { return self_attention<B, T>(q_, rope.cos, rope.sin); }, gy, qkv[l]);
+      set(gqkv, h_qkv);
+      // qkv = norm(x) wqkv
+      auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);
+      set(gx, f_x + i_x), set(gb.ln1, i_ln1), set(gb.qkv, i_qkv);
+    }
+    // the lookups' share of the embedding's gradient: each position's gradient added to its token's row
+    for (index_t i = 0; i < N; ++i) {
+      float* row = g.embed.data() + index_t(ids(i)) * width;
+      const float* from = gx.data() + i * width;
+      for (index_t c = 0; c < width; ++c) row[c] += from[c];
+    }
+  }
+
+  // The gradients clipped, then AdamW at learning rate lr.
+  void update(parameters<V>& p, float lr) {
+    auto& g = *grad;
+    // clipping by global norm (PyTorch's clip_grad_norm_), then AdamW, decay on matrices only
+    double total = 0;
+    each_of([&](const std::string&, bool, auto& t) { set(squares, sum(square(t))), total += double(squares()); }, g);
+    last_norm = std::sqrt(total);
+    const float scale = last_norm > options.clip ? float(options.clip / (last_norm + 1e-6)) : 1.0f;
+    decayed.begin_step(lr), plain.begin_step(lr);
+    each_of(
+        [&](const std::string&, bool decay, auto& w, auto& dw, auto& mw, auto& vw) {
+          if (scale != 1.0f) dw = dw * scale;
+          (decay ? decayed : plain).update(w, mw, vw, dw);
+        },
+        p, g, *m, *v);
+  }
+};
+} // namespace gpt
