@@ -75,17 +75,38 @@ namespace slots {
 inline constexpr int max_rank = 8;
 using index = std::array<index_t, max_rank>;
 
-// What the sharing decision needs of each slot: which reduction type it is (a pointer to a variable of
-// that type's template: equal exactly for equal types, comparable at compile time) and the input
-// index it reduces at for one row index.
-template <class T>
-inline constexpr char type_id = 0;
+// The number of the first slot of tree N (its slots numbered from Base, in post-order) whose reduction
+// has type Rd; -1 where none has. Two slots of one tree reduce with the same type exactly when this is
+// the same for both: the types are compared here, not addresses of per-type variables (which
+// AddressSanitizer's builds do not compare at compile time).
+template <class N, unsigned Varying, int Base, class Rd>
+constexpr int first_of() {
+  if constexpr (is_slot<N, Varying>()) {
+    using R = typename N::child_type;
+    constexpr int inner = first_of<typename R::child_type, mask_bits<R>(), Base, Rd>();
+    if constexpr (inner >= 0) return inner;
+    else if constexpr (std::is_same_v<R, Rd>) return Base + slot_count<typename R::child_type, mask_bits<R>()>();
+    else return -1;
+  } else if constexpr (detail::is_map_node_v<N>) {
+    using Args = decltype(N::args);
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      int r = -1;
+      ((r = r >= 0 ? r : first_of<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Rd>()), ...);
+      return r;
+    }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+  } else {
+    return -1;
+  }
+}
+
+// What the sharing decision needs of each slot: which reduction type it is (first_of in the whole
+// tree Root) and the input index it reduces at for one row index.
 struct info {
-  const void* type = nullptr;
+  int type = -1;
   index base{};
 };
 
-template <class N, unsigned Varying, int Base>
+template <class Root, unsigned RootVarying, class N, unsigned Varying, int Base>
 constexpr void describe(const index_t* idx, info* out) {
   if constexpr (is_slot<N, Varying>()) {
     using Rd = typename N::child_type;
@@ -94,14 +115,14 @@ constexpr void describe(const index_t* idx, info* out) {
     index_t in[Rd::rank > 0 ? Rd::rank : 1]{}, base[C::rank > 0 ? C::rank : 1]{};
     N::map_type::map(idx, in);
     Rd::base_index(in, base);
-    describe<C, mask_bits<Rd>(), Base>(base, out);
+    describe<Root, RootVarying, C, mask_bits<Rd>(), Base>(base, out);
     info& s = out[Base + slot_count<C, mask_bits<Rd>()>()];
-    s.type = &type_id<Rd>;
+    s.type = first_of<Root, RootVarying, 0, Rd>();
     for (int i = 0; i < C::rank; ++i) s.base[std::size_t(i)] = base[i];
   } else if constexpr (detail::is_map_node_v<N>) {
     using Args = decltype(N::args);
     [idx, out]<std::size_t... I>(std::index_sequence<I...>) {
-      (describe<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(idx, out), ...);
+      (describe<Root, RootVarying, std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(idx, out), ...);
     }(std::make_index_sequence<std::tuple_size_v<Args>>{});
   }
 }
@@ -126,7 +147,7 @@ struct row_slot_sharing {
         index_t idx[R > 0 ? R : 1]{};
         if (a >= 0) idx[a] = 1;
         slots::info at[count]{};
-        slots::describe<N, Varying, 0>(idx, at);
+        slots::describe<N, Varying, N, Varying, 0>(idx, at);
         for (int p = 0; p < count; ++p)
           for (int s = 0; s < count; ++s) same[p][s] = same[p][s] && at[p].type == at[s].type && at[p].base == at[s].base;
       }

@@ -10,8 +10,9 @@
 //    and, for the backends that number their reductions (CUDA's slots), which occurrence reads which.
 //  - the runtime data a type does not carry: a leaf's pointer, a scalar's value, a pad's fill
 //    (`sum(a) + sum(b)` with a and b of one type). Compared once per launch, not per row:
-//    `same_repeated_reductions(n)` checks that the candidates of each kind hold equal bytes (nodes are
-//    plain aggregates of pointers and numbers; unequal padding only costs the sharing).
+//    `same_repeated_reductions(n)` checks that the candidates of each kind hold equal data (same_data:
+//    nodes are plain aggregates of pointers and numbers, compared member by member where they hold
+//    children, byte by byte where they do not).
 // A nest without candidates pays nothing; a nest whose candidates differ computes each occurrence.
 #include <array>
 #include <cstring>
@@ -94,13 +95,50 @@ struct kinds<list<R...>> {
   static constexpr std::array<int, sizeof...(R)> first = {first_of<false, R, R...>()...};
   // first_exact[i]: the first of exactly the i-th's type (finalize included).
   static constexpr std::array<int, sizeof...(R)> first_exact = {first_of<true, R, R...>()...};
-  static constexpr std::array<std::size_t, sizeof...(R)> bytes = {sizeof(R)...};
   static constexpr bool repeated = [] {
     for (int i = 0; i < int(sizeof...(R)); ++i)
       if (first[std::size_t(i)] != i) return true;
     return false;
   }();
 };
+
+// Do a and b hold the same runtime data? Map, reduction and view nodes hold nothing but their children,
+// which are compared one by one (so the padding between children, whose bytes are unspecified, does not
+// count); any other node (a leaf: a pointer; a scalar: its value; a pad, a generator ...) is compared
+// byte by byte (padding there only costs the sharing).
+template <class N>
+bool same_data(const N& a, const N& b) {
+  if constexpr (detail::is_map_node_v<N> || detail::is_reduce_node_v<N> || detail::is_view_of_v<N>) {
+    return std::apply(
+        [&b](const auto&... x) {
+          return std::apply([&x...](const auto&... y) { return (same_data(x, y) && ...); }, detail::children(b));
+        },
+        detail::children(a));
+  } else {
+    return std::memcmp(&a, &b, sizeof(N)) == 0;
+  }
+}
+// Do the reductions at[...] (of the types R..., in order) of each kind reduce equal operands?
+template <class... R, std::size_t... I>
+bool same_operands(const void* const* at, std::index_sequence<I...>) {
+  using K = kinds<list<R...>>;
+  using all = std::tuple<R...>;
+  const auto one = [at]<std::size_t J>() {
+    constexpr auto f = std::size_t(K::first[J]);
+    if constexpr (f == J) return true;
+    else {
+      using A = std::tuple_element_t<J, all>;
+      using B = std::tuple_element_t<f, all>;
+      static_assert(std::is_same_v<decltype(A::arg), decltype(B::arg)>, "tenfold: reductions of one kind reduce one operand type");
+      return same_data(static_cast<const A*>(at[J])->arg, static_cast<const B*>(at[f])->arg);
+    }
+  };
+  return (one.template operator()<I>() && ...);
+}
+template <class... R>
+bool same_operands(const void* const* at, list<R...>) {
+  return same_operands<R...>(at, std::index_sequence_for<R...>{});
+}
 
 // Pointers to the reduction nodes of n, in the order of reductions<N>.
 template <class N>
@@ -129,9 +167,7 @@ bool same_repeated_reductions(const N& n) {
     const void* at[K::first.size()];
     int k = 0;
     same::collect(n, at, k);
-    for (std::size_t i = 0; i < K::first.size(); ++i)
-      if (const auto f = std::size_t(K::first[i]); f != i && std::memcmp(at[i], at[f], K::bytes[i]) != 0) return false;
-    return true;
+    return same::same_operands(at, typename same::reductions<N>::type{});
   }
 }
 } // namespace tenfold::plan
