@@ -1,5 +1,6 @@
 // Evaluating into an existing tensor allocates nothing: global operator new is replaced here and
-// counted around each evaluation (the thread pool is warmed up first; it allocates once, at start).
+// counted around each evaluation (counting_new.hpp; the thread pool is warmed up first: it allocates
+// once, at start).
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -14,49 +15,9 @@
 
 #include "../examples/fashion_mnist/cnn.hpp"
 #include "../examples/transformer_block.hpp"
-
-namespace {
-std::atomic<long> allocations{0};
-void* counted(std::size_t n, std::size_t align) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-} // namespace
-
-void* operator new(std::size_t n) { return counted(n, 0); }
-void* operator new[](std::size_t n) { return counted(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
-// The nothrow forms too: otherwise a library allocating with them (Catch2 does) would get the
-// sanitizer's operator new and our free, a mismatch AddressSanitizer rightly reports.
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { try { return counted(n, 0); } catch (...) { return nullptr; } }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { try { return counted(n, 0); } catch (...) { return nullptr; } }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { try { return counted(n, std::size_t(a)); } catch (...) { return nullptr; } }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { try { return counted(n, std::size_t(a)); } catch (...) { return nullptr; } }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "counting_new.hpp"
 
 using namespace tenfold;
-
-template <class F>
-long allocations_during(F&& f) {
-  const long before = allocations.load();
-  f();
-  return allocations.load() - before;
-}
 
 TEST_CASE("the counter sees allocations", "[alloc]") {
   CHECK(allocations_during([] { Tensor<float, shape<1024, 1024>> big; (void)big; }) >= 1);

@@ -14,6 +14,7 @@
 #include <tenfold/autodiff/optim.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -128,16 +129,25 @@ struct parameters {
 // weight decay applies (to matrices, not to norm weights).
 template <class F, index_t V, class... P>
 void each_of(F&& f, parameters<V>& first, P&... rest) {
-  f("embed.weight", true, first.embed, rest.embed...);
+  // the names, made once (a training step calls this and allocates nothing)
+  static const auto names = [] {
+    std::array<std::string, 2 + 6 * layers> n;
+    n[0] = "embed.weight", n[1 + 6 * layers] = "ln_f.weight";
+    const char* parts[6] = {"ln1", "qkv", "proj", "ln2", "up", "down"};
+    for (index_t l = 0; l < layers; ++l)
+      for (int k = 0; k < 6; ++k) n[std::size_t(1 + 6 * l + k)] = "blocks." + std::to_string(l) + "." + parts[k] + ".weight";
+    return n;
+  }();
+  f(names[0], true, first.embed, rest.embed...);
   for (index_t l = 0; l < layers; ++l) {
-    const std::string p = "blocks." + std::to_string(l) + ".";
-    f(p + "ln1.weight", false, first.blocks[l].ln1, rest.blocks[l].ln1...);
-    f(p + "qkv.weight", true, first.blocks[l].qkv, rest.blocks[l].qkv...);
-    f(p + "proj.weight", true, first.blocks[l].proj, rest.blocks[l].proj...);
-    f(p + "ln2.weight", false, first.blocks[l].ln2, rest.blocks[l].ln2...);
-    f(p + "up.weight", true, first.blocks[l].up, rest.blocks[l].up...);
-    f(p + "down.weight", true, first.blocks[l].down, rest.blocks[l].down...);
+    const std::string* n = names.data() + 1 + 6 * l;
+    f(n[0], false, first.blocks[l].ln1, rest.blocks[l].ln1...);
+    f(n[1], true, first.blocks[l].qkv, rest.blocks[l].qkv...);
+    f(n[2], true, first.blocks[l].proj, rest.blocks[l].proj...);
+    f(n[3], false, first.blocks[l].ln2, rest.blocks[l].ln2...);
+    f(n[4], true, first.blocks[l].up, rest.blocks[l].up...);
+    f(n[5], true, first.blocks[l].down, rest.blocks[l].down...);
   }
-  f("ln_f.weight", false, first.ln_f, rest.ln_f...);
+  f(names[1 + 6 * layers], false, first.ln_f, rest.ln_f...);
 }
 } // namespace gpt

@@ -107,12 +107,10 @@ struct trainer {
       auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);
       set(gx, f_x + i_x), set(gb.ln1, i_ln1), set(gb.qkv, i_qkv);
     }
-    // the lookups' share of the embedding's gradient: each position's gradient added to its token's row
-    for (index_t i = 0; i < N; ++i) {
-      float* row = g.embed.data() + index_t(ids(i)) * width;
-      const float* from = gx.data() + i * width;
-      for (index_t c = 0; c < width; ++c) row[c] += from[c];
-    }
+    // the lookups' share of the embedding's gradient: a scatter-add of each position's gradient into its
+    // token's row (take's derivative), added to the output layer's
+    auto [lookups] = vjp([this](const auto& e_) { return embedding(e_, ids); }, gx, p.embed);
+    set(g.embed, g.embed + lookups);
   }
 
   // The gradients clipped, then AdamW at learning rate lr.

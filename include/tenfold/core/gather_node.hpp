@@ -32,9 +32,10 @@ constexpr dims_t<S::rank + I::rank - 1> take_dims() {
 }
 
 // Every value of the index leaf ids in [0, Extent), else a tenfold::error naming the index, its position,
-// the axis and the extent (the check of take and of its adjoint, core/scatter_node.hpp).
+// the axis and the extent (the check of take and of its adjoint, core/scatter_node.hpp). source() names
+// the source in that message: called only then (a valid lookup allocates nothing).
 template <index_t Extent, class Ids>
-void check_index_values(const Ids& ids, const char* what, int axis, const std::string& source) {
+void check_index_values(const Ids& ids, const char* what, int axis, std::string (*source)()) {
   using IS = typename Ids::shape_type;
   index_t at_[IS::rank > 0 ? IS::rank : 1] = {};
   for (index_t k = 0; k < IS::size; ++k) {
@@ -45,7 +46,7 @@ void check_index_values(const Ids& ids, const char* what, int axis, const std::s
       for (int a = 0; a < IS::rank; ++a) (where += a ? ", " : "") += std::to_string(at_[a]);
       throw error(message("tenfold::", what, ": index ", static_cast<long long>(v), " at [", where,
                           "] of the indices is out of range for axis ", axis, " of extent ", Extent, " (source ",
-                          source, ")"));
+                          source(), ")"));
     }
   }
 }
@@ -84,7 +85,7 @@ struct take_node : node_tag {
   // Every index in [0, extent): called on the host before the nest runs (the indices are a leaf).
   void check_indices() const {
     check_index_values<source_shape::dims[Axis]>(std::get<1>(args), Along ? "take_along_axis" : "take", Axis,
-                                                 Src::str());
+                                                 &Src::str);
   }
   static std::string str() {
     return std::string(Along ? "take_along_axis<" : "take<") + std::to_string(Axis) + ">(" + Src::str() + ", " +

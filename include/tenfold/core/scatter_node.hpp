@@ -79,7 +79,7 @@ struct scatter_add_node : node_tag {
   // Every index in [0, extent) (a write out of range would corrupt memory): before anything runs.
   void check_indices() const {
     check_index_values<S::dims[Axis]>(std::get<1>(args), Along ? "take_along_axis (gradient)" : "take (gradient)", Axis,
-                                      G::str());
+                                      &G::str);
   }
   static std::string str() {
     return std::string(Along ? "scatter_add_along<" : "scatter_add<") + std::to_string(Axis) + ">(" + G::str() + ", " +
