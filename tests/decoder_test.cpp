@@ -83,7 +83,8 @@ TEST_CASE("decoder: AdamW steps on one batch lower its loss", "[decoder]") {
   cpu::prepare_scratch();
   float last = first;
   CHECK(allocations_during([&] { last = t->step(*p, 3e-3f); }) == 0);
-  for (int i = 0; i < 30; ++i) last = t->step(*p, 3e-3f);
+  // (few steps: the sanitized build takes ~5 s a step)
+  for (int i = 0; i < 6; ++i) last = t->step(*p, 3e-3f); // about 2.1 after these 8 steps
   CHECK(last < 0.6f * first);
   CHECK(t->last_norm > 0);
 }

@@ -2,7 +2,7 @@
 // tenfold/cuda.hpp: the CUDA evaluator, for the very same expression types as the CPU one. Including it
 // adds tenfold::cuda (device tensors, streams, pinned buffers, the arena, cuda::eval); it changes the
 // meaning of nothing else. Compile with nvcc, -std=c++20 and --expt-relaxed-constexpr (the expression
-// nodes call constexpr standard-library functions, std::apply and std::array, from device code).
+// nodes call constexpr standard-library functions, std::get and std::array, from device code).
 //
 //   cuda::Tensor<float, shape<64, 1024>> x = cuda::to_device(host_x);
 //   cuda::Tensor<float, shape<64, 1024>> y;
@@ -12,7 +12,7 @@
 #error "tenfold/cuda.hpp must be compiled by nvcc (a .cu file, or -x cu); tenfold/tenfold.hpp is the CPU library"
 #endif
 #if !defined(__CUDACC_RELAXED_CONSTEXPR__)
-#error "tenfold/cuda.hpp needs nvcc's --expt-relaxed-constexpr (device code calls constexpr std::apply, std::get, std::array)"
+#error "tenfold/cuda.hpp needs nvcc's --expt-relaxed-constexpr (device code calls constexpr std::get, std::forward, std::array)"
 #endif
 
 #include "tenfold/core/tensor.hpp"

@@ -11,6 +11,7 @@
 #include "tenfold/core/expr.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/reduce_node.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::detail {
 
@@ -29,7 +30,7 @@ constexpr auto children(N&& n) {
   using D = std::remove_cvref_t<N>;
   if constexpr (is_terminal_v<D>) return std::tuple<>{};
   else if constexpr (requires { n.args; }) {
-    return std::apply([](auto&&... c) { return std::forward_as_tuple(std::forward<decltype(c)>(c)...); }, std::forward<N>(n).args);
+    return detail::unpack([](auto&&... c) { return std::forward_as_tuple(std::forward<decltype(c)>(c)...); }, std::forward<N>(n).args);
   } else if constexpr (requires { n.arg; }) return std::forward_as_tuple(std::forward<N>(n).arg);
   else if constexpr (is_let_node_v<D>) return std::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).body);
   else if constexpr (is_chain_node_v<D>) return std::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).bodies[0]);

@@ -14,6 +14,7 @@
 
 #include "tenfold/core/dtype.hpp"
 #include "tenfold/core/shape.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold {
 template <class T, class S = shape<>>
@@ -146,7 +147,7 @@ struct map_node : node_tag {
   }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
-    return std::apply([&](const auto&... c) { return compute_t<value_type>(Op::template apply<value_type>(c.at(idx)...)); }, args);
+    return detail::unpack([&](const auto&... c) { return compute_t<value_type>(Op::template apply<value_type>(c.at(idx)...)); }, args);
   }
   static std::string str() {
     std::string s = std::string(Op::name) + "(";

@@ -18,6 +18,7 @@
 #include "tenfold/core/expr.hpp"
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::detail {
 
@@ -109,7 +110,7 @@ struct is_take : std::bool_constant<checks_indices<N>> {};
 template <class N>
 void check_take_indices(const N& n) {
   if constexpr (checks_indices<N>) n.check_indices();
-  std::apply([](const auto&... c) { (check_take_indices(c), ...); }, children(n));
+  detail::unpack([](const auto&... c) { (check_take_indices(c), ...); }, children(n));
 }
 
 template <class S, class I, class T, int Axis, bool Along>

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "tenfold/core/expr.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::detail {
 
@@ -250,7 +251,7 @@ constexpr auto apply_view(N&& node) {
   if constexpr (is_scalar_node_v<D>) {
     return scalar_node<typename D::value_type, Out>{{}, node.value};
   } else if constexpr (is_map_node_v<D>) {
-    return std::apply(
+    return detail::unpack(
         [](auto&&... c) {
           return map_node<typename D::op_type, decltype(apply_view<Map>(std::forward<decltype(c)>(c)))...>{
               {}, {apply_view<Map>(std::forward<decltype(c)>(c))...}};

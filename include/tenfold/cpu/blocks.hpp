@@ -5,6 +5,7 @@
 // node returns a block: W batches, one per output row.
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/cpu/transpose.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cpu {
 
@@ -57,12 +58,12 @@ template <class Op, class L, class... C>
 struct map_block {
   std::tuple<C...> children;
   TENFOLD_INLINE auto load(index_t j) const {
-    return std::apply(
+    return detail::unpack(
         [j](const auto&... c) {
           const auto in = std::make_tuple(c.load(j)...);
-          using B = decltype(std::apply([](const auto&... b) { return Op::simd(b[0]...); }, in));
+          using B = decltype(detail::unpack([](const auto&... b) { return Op::simd(b[0]...); }, in));
           block<B> out;
-          for (std::size_t q = 0; q < out.size(); ++q) out[q] = std::apply([q](const auto&... b) { return Op::simd(b[q]...); }, in);
+          for (std::size_t q = 0; q < out.size(); ++q) out[q] = detail::unpack([q](const auto&... b) { return Op::simd(b[q]...); }, in);
           return out;
         },
         children);
@@ -96,7 +97,7 @@ TENFOLD_INLINE auto make_block(const N& n, const index_t* idx) {
   } else if constexpr (detail::is_scalar_node_v<N>) {
     return scalar_block<typename N::value_type, L>{batch<L>(static_cast<L>(n.value))};
   } else if constexpr (detail::is_map_node_v<N>) {
-    return std::apply(
+    return detail::unpack(
         [idx](const auto&... c) { return map_block<typename N::op_type, L, decltype(make_block<L>(c, idx))...>{{make_block<L>(c, idx)...}}; },
         n.args);
   } else {

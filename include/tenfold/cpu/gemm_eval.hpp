@@ -7,6 +7,7 @@
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/plan/fusion.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cpu {
 
@@ -42,7 +43,7 @@ template <class N, class Block>
 auto substitute_block(const N& n, const Block& blk) {
   if constexpr (plan::is_gemm_driven_v<N>) return blk;
   else if constexpr (detail::is_map_node_v<N>)
-    return std::apply(
+    return detail::unpack(
         [&](const auto&... c) {
           return detail::map_node<typename N::op_type, decltype(substitute_block(c, blk))...>{{}, {substitute_block(c, blk)...}};
         },

@@ -8,6 +8,7 @@
 
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/plan/program.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold {
 
@@ -38,7 +39,7 @@ class program {
     cpu::arena_buffers slots{arena_, plan::arena::offsets.data(), plan::buffers};
     auto f = model_->forward(in...);
     if constexpr (detail::is_sequence_v<decltype(f)>) {
-      std::apply(
+      detail::unpack(
           [&](auto&... s) {
             (
                 [&](auto& st) {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tenfold/cpu/reduce.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cpu {
 
@@ -47,7 +48,7 @@ void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
       pf.bytes[pf.count++] = index_t(sizeof(typename N::element_type));
     }
   } else if constexpr (plan::nest_kind_v<N> == plan::nest_node::map && !row_constant<N, K>()) {
-    std::apply([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
+    detail::unpack([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
   }
 }
 // Does N hold a reduction computed once per row of a run over axes [K, rank)? Such a row is swept

@@ -13,6 +13,7 @@
 #include "tenfold/cpu/transpose.hpp"
 #include "tenfold/plan/fusion.hpp"
 #include "tenfold/plan/nest_node.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cpu {
 using detail::leaf;
@@ -198,10 +199,10 @@ template <class Op, class V, class L, class... R>
 struct map_row {
   std::tuple<R...> rows;
   TENFOLD_INLINE compute_t<V> scalar(index_t j) const {
-    return std::apply([j](const auto&... r) { return Op::template apply<V>(r.scalar(j)...); }, rows);
+    return detail::unpack([j](const auto&... r) { return Op::template apply<V>(r.scalar(j)...); }, rows);
   }
   TENFOLD_INLINE auto load(index_t j) const {
-    return std::apply([j](const auto&... r) { return Op::simd(r.load(j)...); }, rows);
+    return detail::unpack([j](const auto&... r) { return Op::simd(r.load(j)...); }, rows);
   }
 };
 
@@ -302,14 +303,14 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     return r;
   } else if constexpr (detail::is_map_node_v<N> && row_constant<N, K>()) {
     // Computed once per row, not once per element (a reciprocal of a row sum costs one division).
-    const auto whole = std::apply(
+    const auto whole = detail::unpack(
         [idx](const auto&... c) {
           return map_row<typename N::op_type, typename N::value_type, L, decltype(make_row<K, L>(c, idx))...>{{make_row<K, L>(c, idx)...}};
         },
         n.args);
     return scalar_row<typename N::value_type, L>{whole.scalar(0)};
   } else if constexpr (detail::is_map_node_v<N>) {
-    return std::apply(
+    return detail::unpack(
         [idx](const auto&... c) {
           return map_row<typename N::op_type, typename N::value_type, L, decltype(make_row<K, L>(c, idx))...>{
               {make_row<K, L>(c, idx)...}};

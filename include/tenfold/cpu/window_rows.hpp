@@ -64,7 +64,7 @@ TENFOLD_INLINE auto make_offset_row(const N& n, const index_t* idx) {
     for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
     return offset_leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data(), off};
   } else if constexpr (detail::is_map_node_v<N>) {
-    return std::apply(
+    return detail::unpack(
         [idx](const auto&... c) {
           return map_row<typename N::op_type, typename N::value_type, L, decltype(make_offset_row<K, L>(c, idx))...>{
               {make_offset_row<K, L>(c, idx)...}};

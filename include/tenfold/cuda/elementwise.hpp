@@ -16,6 +16,7 @@
 #include "tenfold/cuda/launch.hpp"
 #include "tenfold/cuda/memory.hpp"
 #include "tenfold/plan/nest_node.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cuda::detail {
 using tenfold::detail::is_leaf_v;
@@ -61,7 +62,7 @@ bool leaves_aligned(const N& n) {
     if constexpr (!N::contiguous) return true;
     else return reinterpret_cast<std::uintptr_t>(n.data()) % (V * sizeof(typename N::value_type)) == 0;
   } else if constexpr (is_map_node_v<N>) {
-    return std::apply([](const auto&... c) { return (leaves_aligned<V>(c) && ...); }, n.args);
+    return tenfold::detail::unpack([](const auto&... c) { return (leaves_aligned<V>(c) && ...); }, n.args);
   } else {
     return true;
   }
@@ -99,10 +100,10 @@ __device__ __forceinline__ lanes<compute_t<typename N::value_type>, V> flat_load
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = n.value;
   } else {
-    const auto in = std::apply([i](const auto&... c) { return std::tuple{flat_load<V>(c, i)...}; }, n.args);
+    const auto in = tenfold::detail::unpack([i](const auto&... c) { return std::tuple{flat_load<V>(c, i)...}; }, n.args);
 #pragma unroll
     for (int k = 0; k < V; ++k)
-      r.v[k] = std::apply([k](const auto&... x) { return C(N::op_type::template apply<typename N::value_type>(x.v[k]...)); }, in);
+      r.v[k] = tenfold::detail::unpack([k](const auto&... x) { return C(N::op_type::template apply<typename N::value_type>(x.v[k]...)); }, in);
   }
   return r;
 }

@@ -17,6 +17,7 @@
 #include "tenfold/core/matmul_node.hpp"
 #include "tenfold/cuda/elementwise.hpp"
 #include "tenfold/plan/fusion.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cuda::detail {
 
@@ -74,7 +75,7 @@ __device__ __forceinline__ compute_t<typename N::value_type> epilogue_value(cons
   using V = compute_t<typename N::value_type>;
   if constexpr (tenfold::detail::is_matmul_node_v<N>) return static_cast<V>(acc);
   else if constexpr (tenfold::detail::is_map_node_v<N> && plan::epilogue_matmuls<N>() == 1)
-    return std::apply([&](const auto&... c) { return V(N::op_type::template apply<typename N::value_type>(epilogue_value(c, idx, acc)...)); }, n.args);
+    return tenfold::detail::unpack([&](const auto&... c) { return V(N::op_type::template apply<typename N::value_type>(epilogue_value(c, idx, acc)...)); }, n.args);
   else return n.at(idx);
 }
 

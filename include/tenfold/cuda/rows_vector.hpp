@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "tenfold/cuda/row_slots.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::cuda::detail {
 
@@ -108,7 +109,7 @@ bool row_leaves_aligned(const N& n) {
     if constexpr (leaf_row_stride<N>() != 1) return true;
     else return reinterpret_cast<std::uintptr_t>(n.data()) % (V * sizeof(typename N::value_type)) == 0;
   } else if constexpr (requires { n.args; }) {
-    return std::apply([](const auto&... c) { return (row_leaves_aligned<V>(c) && ...); }, n.args);
+    return tenfold::detail::unpack([](const auto&... c) { return (row_leaves_aligned<V>(c) && ...); }, n.args);
   } else if constexpr (requires { n.arg; }) {
     return row_leaves_aligned<V>(n.arg);
   } else {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tenfold/core/children.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::plan {
 
@@ -39,7 +40,7 @@ bool aliases(const Dst& dst, const N& n, bool opaque = false) {
   } else {
     // An elementwise node reads its operands at the element it writes; every other kind may read more.
     const bool through = opaque || !detail::is_map_node_v<N>;
-    return std::apply([&](const auto&... c) { return (false || ... || aliases(dst, c, through)); }, detail::children(n));
+    return detail::unpack([&](const auto&... c) { return (false || ... || aliases(dst, c, through)); }, detail::children(n));
   }
 }
 } // namespace tenfold::plan

@@ -9,6 +9,7 @@
 // and the smaller arena is kept. Everything is constexpr: `arena_plan<E>::bytes` can size static
 // storage or be checked with static_assert against a budget.
 #include "tenfold/plan/walk.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::plan {
 
@@ -60,7 +61,7 @@ struct counting_backend : walk_state {
     if constexpr (is_counted_leaf_v<N>) {
       if (n.holder.buffer >= 0 && a.buf[n.holder.buffer].last < step) a.buf[n.holder.buffer].last = step;
     } else {
-      std::apply([&](const auto&... c) { (record_reads(c, step), ...); }, detail::children(n));
+      detail::unpack([&](const auto&... c) { (record_reads(c, step), ...); }, detail::children(n));
     }
   }
   template <class Dst, class N>

@@ -21,6 +21,7 @@
 
 #include "tenfold/core/children.hpp"
 #include "tenfold/plan/nest_node.hpp"
+#include "tenfold/core/unpack.hpp"
 
 namespace tenfold::plan {
 
@@ -109,9 +110,9 @@ struct kinds<list<R...>> {
 template <class N>
 bool same_data(const N& a, const N& b) {
   if constexpr (detail::is_map_node_v<N> || detail::is_reduce_node_v<N> || detail::is_view_of_v<N>) {
-    return std::apply(
+    return detail::unpack(
         [&b](const auto&... x) {
-          return std::apply([&x...](const auto&... y) { return (same_data(x, y) && ...); }, detail::children(b));
+          return detail::unpack([&x...](const auto&... y) { return (same_data(x, y) && ...); }, detail::children(b));
         },
         detail::children(a));
   } else {
@@ -144,7 +145,7 @@ bool same_operands(const void* const* at, list<R...>) {
 template <class N>
 void collect(const N& n, const void** out, int& k) {
   if constexpr (walks_children<N>())
-    std::apply([&](const auto&... c) { (collect(c, out, k), ...); }, detail::children(n));
+    detail::unpack([&](const auto&... c) { (collect(c, out, k), ...); }, detail::children(n));
   if constexpr (detail::is_reduce_node_v<N>) out[k++] = static_cast<const void*>(&n);
 }
 } // namespace same
