@@ -267,3 +267,53 @@ TEST_CASE("attention: a threaded evaluation gives the bits of one row at a time"
   CHECK(std::memcmp(tail.data(), &yc(0, 248, 0), sizeof(float) * 8 * 64) == 0);
   CHECK(std::memcmp(&tail(3, 0, 0), &yc(3, 248, 0), sizeof(float) * 8 * 64) == 0);
 }
+
+// A KV cache: attention over the first n keys of k and v (first_keys(n), n at run time) is attention over
+// those n keys alone, causal alignment included (query i sees keys j <= i + n - Sq); n > Sk is an error.
+TEST_CASE("attention: first_keys(n) reads the first n keys alone (a KV cache filled to n)", "[attention]") {
+  constexpr index_t Sk = 150, D = 24, Dv = 20; // 150 keys: past one block of keys (Bc is 128 or less)
+  Tensor<float, shape<2, 3, Sk, D>> k;
+  Tensor<float, shape<2, 3, Sk, Dv>> v;
+  fill(k, 51, 2), fill(v, 52);
+  auto check = [&](const auto& q, bool is_causal) {
+    using QS = typename std::remove_cvref_t<decltype(q)>::shape_type;
+    constexpr index_t Sq = QS::dims[2];
+    for (index_t n : {index_t(Sq), index_t(Sq + 1), index_t(17), index_t(129), Sk}) {
+      if (n < Sq && is_causal) continue;
+      // the keys past n are NaN: read, they would show in every output
+      auto kn = k;
+      auto vn = v;
+      for (index_t b = 0; b < 2; ++b)
+        for (index_t h = 0; h < 3; ++h)
+          for (index_t j = n; j < Sk; ++j) {
+            for (index_t d = 0; d < D; ++d) kn(b, h, j, d) = std::numeric_limits<float>::quiet_NaN();
+            for (index_t e = 0; e < Dv; ++e) vn(b, h, j, e) = std::numeric_limits<float>::quiet_NaN();
+          }
+      Tensor<float, shape<2, 3, Sq, Dv>> y;
+      if (is_causal) y = attention(q, kn, vn, causal, first_keys(n));
+      else y = attention(q, kn, vn, first_keys(n));
+      double worst = 0;
+      for (index_t b = 0; b < 2; ++b)
+        for (index_t h = 0; h < 3; ++h) {
+          auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+          auto ka = [&](index_t j, index_t d) { return kn(b, h, j, d); };
+          auto va = [&](index_t j, index_t e) { return vn(b, h, j, e); };
+          auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
+          reference(qa, ka, va, cmp, Sq, n, D, Dv, is_causal, 1 / std::sqrt(ld(D)));
+        }
+      INFO("Sq " << Sq << ", first_keys(" << n << "), causal " << is_causal << ": worst error " << worst);
+      CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
+    }
+  };
+  Tensor<float, shape<2, 3, 1, D>> q1; // a decode step
+  Tensor<float, shape<2, 3, 7, D>> q7; // a few positions at once
+  fill(q1, 53, 2), fill(q7, 54, 2);
+  check(q1, false), check(q1, true), check(q7, false), check(q7, true);
+  // the node's `at` (the portable path) reads the same prefix
+  const auto node = attention(q7, k, v, causal, first_keys(40));
+  Tensor<float, shape<2, 3, 7, Dv>> y = node;
+  const index_t idx[4] = {1, 2, 6, 5};
+  CHECK(node.at(idx) == Approx(y(1, 2, 6, 5)).margin(1e-5));
+  CHECK_THROWS_WITH(attention(q1, k, v, first_keys(151)), Catch::Contains("first_keys(151), but k and v hold 150 keys"));
+  CHECK_THROWS_WITH(attention(q1, k, v, causal, first_keys(-1)), Catch::Contains("first_keys(-1)"));
+}

@@ -65,20 +65,28 @@ struct rope_tables {
 };
 
 inline constexpr auto attention_in = [](const auto& x, const auto& g, const auto& w) { return matmul(norm(x, g), w); };
-// qkv [B * T, 3 * width] -> the heads' outputs [B * T, width] (heads side by side, as the input's).
+// Part I of qkv [B * T, 3 * width] (0: q, 1: k, 2: v) as heads [B, heads, T, head_dim].
+template <index_t I, index_t B, index_t T>
+auto head(const auto& qkv) {
+  auto parts = reshape<B, T, 3, heads, head_dim>(qkv);
+  return permute<0, 2, 1, 3>(reshape<B, T, heads, head_dim>(slice<whole, whole, range<I, I + 1>, whole, whole>(parts)));
+}
+// q or k rotated: copied out of qkv first (a let), so that rope's halves are slices of a [B, H, T, D]
+// buffer: their adjoint is then a pad of it (halves of a head inside qkv's rows are not yet).
+template <index_t I, index_t B, index_t T>
+auto rotated_head(const auto& qkv, const auto& cos, const auto& sin) {
+  return let(head<I, B, T>(qkv), [&](const auto& x) { return rope(x, cos, sin); });
+}
+// The heads' outputs [B * T, width] (heads side by side, as the input's) from o [B, heads, T, head_dim].
+template <index_t B, index_t T>
+auto merge_heads(const auto& o) {
+  return reshape<B * T, width>(permute<0, 2, 1, 3>(o));
+}
+// qkv [B * T, 3 * width] -> the heads' outputs [B * T, width].
 template <index_t B, index_t T>
 auto self_attention(const auto& qkv, const auto& cos, const auto& sin) {
-  auto parts = reshape<B, T, 3, heads, head_dim>(qkv);
-  auto head = [&]<index_t I>(std::integral_constant<index_t, I>) {
-    return permute<0, 2, 1, 3>(reshape<B, T, heads, head_dim>(slice<whole, whole, range<I, I + 1>, whole, whole>(parts)));
-  };
-  // q and k are copied out of qkv first (a let), so that rope's halves are slices of a [B, H, T, D]
-  // buffer: their adjoint is then a pad of it (halves of a head inside qkv's rows are not yet).
-  auto rotated = [&](auto h) { return let(std::move(h), [&](const auto& x) { return rope(x, cos, sin); }); };
-  auto q = rotated(head(std::integral_constant<index_t, 0>{}));
-  auto k = rotated(head(std::integral_constant<index_t, 1>{}));
-  auto o = attention(q, k, head(std::integral_constant<index_t, 2>{}), causal);
-  return reshape<B * T, width>(permute<0, 2, 1, 3>(o));
+  return merge_heads<B, T>(attention(rotated_head<0, B, T>(qkv, cos, sin), rotated_head<1, B, T>(qkv, cos, sin),
+                                     head<2, B, T>(qkv), causal));
 }
 inline constexpr auto residual = [](const auto& x, const auto& y, const auto& w) { return x + matmul(y, w); };
 inline constexpr auto mlp_in = [](const auto& x, const auto& g, const auto& w) { return matmul(norm(x, g), w); };

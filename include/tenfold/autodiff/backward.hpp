@@ -13,6 +13,7 @@
 // job), and prod, scans, strided slices, overlapping pooling windows and the weights of grouped or
 // transposed convolutions have no adjoint yet: each is a compile error that says so. (take's adjoint, a
 // scatter-add, runs on the CPU only.)
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -653,6 +654,9 @@ auto gradient(const N& n, const G& g) {
                   "(broadcast_to them first: the view's adjoint then sums the gradient)");
     static_assert(!N::causal || N::Sq <= N::Sk, "tenfold::value_and_grad: causal attention with more queries than keys "
                                                 "(rows that see no key) has no derivative");
+    if (n.keys != N::Sk)
+      throw error("tenfold::value_and_grad: attention over first_keys(" + std::to_string(n.keys) + ") of " + std::to_string(N::Sk) +
+                  " keys has no derivative (differentiate attention over all the keys k holds)");
     const auto& q = std::get<0>(n.args);
     const auto& k = std::get<1>(n.args);
     const auto& v = std::get<2>(n.args);

@@ -9,6 +9,10 @@
 // sees keys j <= i + (Sk - Sq), so with Sq == Sk it is the usual lower triangle, and the last query
 // always sees every key (the KV-cache case, Sq < Sk). With Sq > Sk the first Sq - Sk queries see no key:
 // their output is defined as 0 (no NaN), as in FlashAttention.
+//
+// first_keys(n) reads only the first n keys of k and v, n known at run time (0 <= n <= Sk): the KV-cache
+// case, where k and v are the cache (its capacity static) and n the positions filled so far. Everything
+// then behaves as if Sk were n, the causal alignment included (query i sees keys j <= i + (n - Sq)).
 #include <cmath>
 #include <limits>
 
@@ -20,6 +24,11 @@ namespace tenfold {
 // The compile-time flag of attention(q, k, v, causal).
 struct causal_t {};
 inline constexpr causal_t causal{};
+// attention(q, k, v, [causal,] first_keys(n)): only the first n keys (and values) are read.
+struct first_keys_t {
+  index_t n;
+};
+constexpr first_keys_t first_keys(index_t n) { return {n}; }
 } // namespace tenfold
 
 namespace tenfold::detail {
@@ -58,16 +67,18 @@ struct attention_node : node_tag {
   static constexpr bool leaf_operands = true; // core/leaf_operand_node.hpp
   static constexpr index_t Sq = CQ::shape_type::dims[CQ::rank - 2], D = CQ::shape_type::dims[CQ::rank - 1],
                            Sk = CK::shape_type::dims[CK::rank - 2], Dv = CV::shape_type::dims[CV::rank - 1];
-  // Keys a query sees: j < visible(i). 0 for the rows a causal mask hides entirely.
-  TENFOLD_HD static constexpr index_t visible(index_t i) {
-    if constexpr (!Causal) return Sk;
-    else {
-      const index_t n = i + 1 + (Sk - Sq);
-      return n < 0 ? 0 : n > Sk ? Sk : n;
-    }
-  }
   std::tuple<CQ, CK, CV> args;
   double scale = 0;
+  index_t keys = Sk; // the keys read: the first `keys` of k and v (first_keys)
+
+  // Keys a query sees: j < visible(i). 0 for the rows a causal mask hides entirely.
+  TENFOLD_HD constexpr index_t visible(index_t i) const {
+    if constexpr (!Causal) return keys;
+    else {
+      const index_t n = i + 1 + (keys - Sq);
+      return n < 0 ? 0 : n > keys ? keys : n;
+    }
+  }
 
   // Operand multi-index for output index `out` (batch axes broadcast from the right).
   template <class S>
@@ -79,7 +90,7 @@ struct attention_node : node_tag {
 
   template <class... C>
   constexpr auto with_children(std::tuple<C...>&& ops) const {
-    return attention_node<C..., Causal>{{}, std::move(ops), scale};
+    return attention_node<C..., Causal>{{}, std::move(ops), scale, keys};
   }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {

@@ -170,6 +170,7 @@ void run_attention(const Dst& dst, const N& n) {
     const LK& kl = std::get<1>(n.args);
     const LV& vl = std::get<2>(n.args);
     const T scale = static_cast<T>(n.scale);
+    const index_t keys = n.keys; // the keys read (first_keys), <= Sk
     const std::uint64_t call = ++attention_calls;
     const auto& tiles = attention_tiles<T>;
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
@@ -186,10 +187,10 @@ void run_attention(const Dst& dst, const N& n) {
       if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p) {
         // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
         // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
-        // columns [e, e + NR) at vp + e·Sk; padding is 0. Contiguous panels keep the micro-kernel's
+        // columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the micro-kernel's
         // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
-        pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, Sk, kt);
-        pack_b<T>(vm, 0, Sk, 0, Dv, vp);
+        pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, keys, kt);
+        pack_b<T>(vm, 0, keys, 0, Dv, vp);
         ws.call = call, ws.k_at = km.p, ws.v_at = vm.p;
       }
       const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
@@ -204,21 +205,21 @@ void run_attention(const Dst& dst, const N& n) {
         for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
         m[r] = neg_inf, l[r] = T(0);
       }
-      const index_t kend = N::visible(i0 + br - 1); // keys any row of the block sees
+      const index_t kend = n.visible(i0 + br - 1); // keys any row of the block sees
       for (index_t c0 = 0; c0 < kend; c0 += Bc) {
         // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
         for (index_t r0 = 0; r0 < br; r0 += MR) {
           const index_t rows = std::min(MR, br - r0);
-          const index_t kc = std::clamp<index_t>(N::visible(i0 + r0 + rows - 1) - c0, 0, Bc);
+          const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1) - c0, 0, Bc);
           for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
           for (index_t r = r0; r < r0 + rows; ++r) {
             const bool first = l[r] == T(0); // O is still 0: no rescale needed
-            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, N::visible(i0 + r) - c0), kc, m[r], l[r]);
+            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r) - c0), kc, m[r], l[r]);
             if (alpha != T(1) && !first)
               for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
           }
           if (kc > 0)
-            for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * Sk + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
+            for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * keys + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
         }
       }
       // O / l; a row that saw no key (l = 0) is 0.
