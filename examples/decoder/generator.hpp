@@ -49,7 +49,7 @@ struct generator {
     eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
 
-  rope_tables<T, head_dim> rope;
+  rope_tables<float, T, head_dim> rope;
   // the KV cache: positions [0, length) of the window starting at text position `begin`, whose tokens are
   // `held` (to recognise the text a step continues)
   Tensor<float, shape<1, heads, T, head_dim>> k[layers], v[layers];

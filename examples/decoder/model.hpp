@@ -32,37 +32,8 @@ inline constexpr auto norm = [](const auto& x, const auto& g) {
   return centered * rsqrt(mean(square(centered), axis<-1>, keepdims) + norm_eps) * g;
 };
 
-// Rotary position embedding of x [B, H, T, D] (GPT-NeoX's and Llama's layout: dimension i of the first
-// half pairs with i + D/2): x cos + rotate_half(x) sin, rotate_half(x) = [x2, x1] exchanging the halves,
-// with cos = [cos θ, cos θ] and sin = [-sin θ, sin θ] per position (θ_i = t 10000^(-2i/D)) given as
-// [T, D] tables. The halves are an axis of 2 ([B, H, T, 2, D/2]) and exchanging them is a flip of that
-// axis: a view (a negative stride), so the whole is one vectorised elementwise pass, and its derivative
-// (the rotation by -θ) is what the autodiff walk derives from this form (a flip's adjoint is the same
-// flip).
-template <class X, class C, class S>
-auto rope(const X& x, const C& cos, const S& sin) {
-  using XS = detail::shape_of_t<X>;
-  static_assert(XS::rank == 4 && XS::dims[3] % 2 == 0, "gpt::rope: x is [B, H, T, D] with D even");
-  constexpr index_t B = XS::dims[0], H = XS::dims[1], T = XS::dims[2], D = XS::dims[3], h = D / 2;
-  auto halves = reshape<B, H, T, 2, h>(x);
-  // computed in the 5-D shape into a buffer (a let), of which [B, H, T, D] is then a view: reshaping
-  // the expression instead would reshape the flipped view, which strides cannot express
-  return let(halves * reshape<T, 2, h>(cos) + flip<3>(halves) * reshape<T, 2, h>(sin),
-             [](const auto& r) { return reshape<B, H, T, D>(r); });
-}
-// The [T, D] tables of rope for positions 0 .. T-1.
-template <index_t T, index_t D>
-struct rope_tables {
-  Tensor<float, shape<T, D>> cos, sin;
-  rope_tables() {
-    for (index_t t = 0; t < T; ++t)
-      for (index_t i = 0; i < D / 2; ++i) {
-        const double theta = double(t) * std::pow(10000.0, -2.0 * double(i) / double(D));
-        cos(t, i) = cos(t, i + D / 2) = float(std::cos(theta));
-        sin(t, i) = float(-std::sin(theta)), sin(t, i + D / 2) = float(std::sin(theta));
-      }
-  }
-};
+// Rotary position embeddings: tenfold::rope (ops/rope.hpp; GPT-NeoX's and Llama's layout, dimension i of
+// the first half pairing with i + D/2) with tenfold::rope_tables<float, T, head_dim> (base 10000).
 
 inline constexpr auto attention_in = [](const auto& x, const auto& g, const auto& w) { return matmul(norm(x, g), w); };
 // Part I of qkv [B * T, 3 * width] (0: q, 1: k, 2: v) as heads [B, heads, T, head_dim].

@@ -32,7 +32,7 @@ struct trainer {
     eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
 
-  rope_tables<T, head_dim> rope;
+  rope_tables<float, T, head_dim> rope;
   Tensor<std::int32_t, shape<N>> ids;
   Tensor<std::int64_t, shape<N>> targets;
   // the stages' outputs, per block

@@ -13,6 +13,7 @@
 #include "tenfold/ops/linear.hpp"
 #include "tenfold/ops/conv.hpp"
 #include "tenfold/ops/attention.hpp"
+#include "tenfold/ops/rope.hpp"
 #include "tenfold/ops/pooling.hpp"
 #include "tenfold/ops/take.hpp"
 #include "tenfold/cpu/evaluator.hpp"
