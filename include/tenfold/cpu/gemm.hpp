@@ -127,6 +127,47 @@ void gemm_dot_rows(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, co
   if constexpr (!Out::direct) out.epilogue(static_cast<const T*>(c), ldc, part.r0, rows, part.c0, cols);
 }
 
+// C[0, c0:c1] for one row of A and a row-major B read in place (a decode step: one token through a
+// weight matrix stored [in, out]). The tiled kernels give one row two vectors of accumulators, each
+// FMA waiting on the one before (the latency, 4 cycles, bounds them to a quarter of the FMA units);
+// here 8 vectors of columns run side by side. Each element is summed in k order, whatever rectangle a
+// thread gets; the choice of this kernel depends on M alone.
+template <class T, class Out>
+void gemm_one_row(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, const gemm_part& part, const Out& out) {
+  using B = batch<T>;
+  constexpr index_t W = index_t(B::size), V = 8;
+  const index_t cols = part.c1 - part.c0;
+  T* c;
+  if constexpr (Out::direct) c = out.c + part.c0;
+  else c = gemm_workspace<T>::local().c.get(cols + W);
+  const T* bp = b.p + part.c0;
+  index_t j = 0;
+  for (; j + V * W <= cols; j += V * W) {
+    B acc[V];
+#pragma GCC unroll 8
+    for (index_t v = 0; v < V; ++v) acc[v] = B(T(0));
+    for (index_t k = 0; k < K; ++k) {
+      const B x(a.p[k * a.cs]);
+      const T* row = bp + k * b.rs + j;
+#pragma GCC unroll 8
+      for (index_t v = 0; v < V; ++v) acc[v] = xsimd::fma(x, B::load_unaligned(row + v * W), acc[v]);
+    }
+#pragma GCC unroll 8
+    for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(c + j + v * W);
+  }
+  for (; j + W <= cols; j += W) {
+    B acc(T(0));
+    for (index_t k = 0; k < K; ++k) acc = xsimd::fma(B(a.p[k * a.cs]), B::load_unaligned(bp + k * b.rs + j), acc);
+    acc.store_unaligned(c + j);
+  }
+  for (; j < cols; ++j) {
+    T acc = 0;
+    for (index_t k = 0; k < K; ++k) acc = std::fma(a.p[k * a.cs], bp[k * b.rs + j], acc);
+    c[j] = acc;
+  }
+  if constexpr (!Out::direct) out.epilogue(static_cast<const T*>(c), cols, part.r0, 1, part.c0, cols);
+}
+
 // Whether B can be read in place by the kernels: a matrix of T in memory (not an implicit operand
 // such as conv's im2col), with contiguous rows, for a product of a few rows.
 template <class T, class OB>
@@ -151,8 +192,10 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   // or twice, so packing B would only add a pass over it: the kernels read a row-major B in place, in
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
   // The choice depends on M, not on the rectangle: it sets the order of the sums.
-  if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>)
+  if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>) {
     if (M <= Bk::MR_in_place && a.cs == 1 && b.rs == 1 && b.cs != 0) return gemm_dot_rows<T>(a, b, K, part, out);
+    if (M == 1 && b.cs == 1) return gemm_one_row<T>(a, b, K, part, out);
+  }
   const bool b_in_place = reads_b_in_place<T>(b, M);
   const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
   for (index_t j0 = c0; j0 < c1; j0 += NC) {

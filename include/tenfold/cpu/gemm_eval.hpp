@@ -137,10 +137,15 @@ void run_gemm(const Dst& dst, const N& root) {
     using L0 = typename lane_of<Tail>::type;
     constexpr bool vec = lane_type_v<L0> && simd_ok<Tail, L0>::value;
     using L = std::conditional_t<vec, L0, float>;
-    // Small products run on the calling thread: waking the pool costs more than they take.
+    // Small products run on the calling thread: waking the pool costs more than they take. Except a
+    // few rows through a weight matrix of 64 KiB or more (a decode step's tokens): split along N over
+    // the pool with part i always on thread i, each core keeps its share of the weights in its own
+    // L2 from one call to the next, instead of one core streaming all of them from memory.
     constexpr double flops = 2.0 * double(M) * double(N_) * double(K);
-    const index_t threads = flops * double(batches) < 4e6 ? 1 : thread_pool::instance().size();
     constexpr bool small = !fold && use_small_gemm<Mm, T>();
+    constexpr bool resident = !small && batches == 1 && M <= gemm_blocking<T>::MR_in_place &&
+                              double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
+    const index_t threads = flops * double(batches) < 4e6 && !resident ? 1 : thread_pool::instance().size();
     constexpr bool direct = gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
     // Whole batch elements per thread when there are enough of them; otherwise each one is split.
     // Twice as many parts as threads for large products, handed out one at a time: a thread slowed by
@@ -197,7 +202,10 @@ void run_gemm(const Dst& dst, const N& root) {
     };
     const index_t tasks = batches * parts;
     if (threads == 1) task(0, tasks);
-    else if (parts > threads) {
+    else if (resident && parts == threads) {
+      auto own = [&](int t) { task(t, t + 1); };
+      thread_pool::instance().run_on_own_threads(own);
+    } else if (parts > threads) {
       auto one = [&](int t) { task(t, t + 1); };
       thread_pool::instance().run(int(tasks), one);
     } else parallel_for(tasks, 1, 1, task);

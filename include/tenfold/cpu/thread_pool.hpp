@@ -37,23 +37,21 @@ class thread_pool {
       for (int t = 0; t < tasks; ++t) f(t);
       return;
     }
-    std::lock_guard<std::mutex> serial(launch_mutex_); // one parallel region at a time
-    {
-      // No worker may still be inside the previous region when its counters are reset.
-      std::unique_lock<std::mutex> lk(m_);
-      done_.wait(lk, [&] { return active_ == 0; });
-      fn_ = [](void* c, int t) { (*static_cast<F*>(c))(t); };
-      ctx_ = &f;
-      tasks_ = tasks;
-      next_.store(0);
-      remaining_.store(tasks);
-      ++generation_;
-      generation_seen_.store(generation_, std::memory_order_release);
+    launch(tasks, f, false);
+  }
+
+  // Calls f(i) for every i in [0, size()), i on the pool's thread i (0: the calling thread) every time:
+  // work that each thread should keep finding in its own core's caches from one call to the next (the
+  // few-row GEMMs of a decode step, each core holding its share of the weights in its L2). Inside a
+  // task, or with one thread, the calling thread runs them all.
+  template <class F>
+  void run_on_own_threads(F& f) {
+    const int n = size();
+    if (n == 1 || inside_task_) {
+      for (int t = 0; t < n; ++t) f(t);
+      return;
     }
-    wake_.notify_all();
-    work();
-    std::unique_lock<std::mutex> lk(m_);
-    done_.wait(lk, [&] { return remaining_.load() == 0 && active_ == 0; });
+    launch(n, f, true);
   }
 
   // Calls f() once on every thread of the pool (the calling thread included), each at the same time:
@@ -95,15 +93,49 @@ class thread_pool {
   }
   explicit thread_pool(int n) {
     workers_.reserve(n - 1);
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i] { index_ = i, loop(); });
+  }
+  // One parallel region: tasks [0, tasks) taken from a counter by whichever thread comes first, or (own)
+  // task i run by thread i.
+  template <class F>
+  void launch(int tasks, F& f, bool own) {
+    std::lock_guard<std::mutex> serial(launch_mutex_); // one parallel region at a time
+    {
+      // No worker may still be inside the previous region when its counters are reset.
+      std::unique_lock<std::mutex> lk(m_);
+      done_.wait(lk, [&] { return active_ == 0; });
+      fn_ = [](void* c, int t) { (*static_cast<F*>(c))(t); };
+      ctx_ = &f;
+      tasks_ = tasks;
+      own_ = own;
+      next_.store(0);
+      remaining_.store(tasks);
+      ++generation_;
+      generation_seen_.store(generation_, std::memory_order_release);
+    }
+    wake_.notify_all();
+    work();
+    // The others' tasks are short where they are many (a decode step): wait for them spinning a
+    // little before sleeping on the condition variable (waking from it takes microseconds).
+    for (int spin = 0; spin < 4096 && remaining_.load(std::memory_order_acquire) != 0; ++spin) pause();
+    std::unique_lock<std::mutex> lk(m_);
+    done_.wait(lk, [&] { return remaining_.load() == 0 && active_ == 0; });
+  }
+  void finish_task() {
+    if (remaining_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lk(m_);
+      done_.notify_all();
+    }
   }
   void work() {
     inside_task_ = true;
-    for (int t; (t = next_.fetch_add(1)) < tasks_;) {
-      fn_(ctx_, t);
-      if (remaining_.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lk(m_);
-        done_.notify_all();
+    if (own_) {
+      fn_(ctx_, index_);
+      finish_task();
+    } else {
+      for (int t; (t = next_.fetch_add(1)) < tasks_;) {
+        fn_(ctx_, t);
+        finish_task();
       }
     }
     inside_task_ = false;
@@ -138,6 +170,7 @@ class thread_pool {
   void (*fn_)(void*, int) = nullptr;
   void* ctx_ = nullptr;
   int tasks_ = 0, active_ = 0;
+  bool own_ = false; // this region's task i runs on thread i (run_on_own_threads)
   std::atomic<int> next_{0}, remaining_{0};
   std::uint64_t generation_ = 0;
   bool stop_ = false;
@@ -153,6 +186,7 @@ class thread_pool {
 #endif
   }
   static inline thread_local bool inside_task_ = false;
+  static inline thread_local int index_ = 0; // this thread's place in the pool (0: any caller)
 };
 
 // Splits [0, n) into at most one chunk per thread (each a multiple of `align`, at least `grain` long)
