@@ -10,8 +10,8 @@ struct twice_node : node_base { // declares its children and rebuilds itself, as
   static constexpr int rank = shape_type::rank;
   C arg;
   template <class C2>
-  auto with_children(std::tuple<C2>&& c) const {
-    return twice_node<C2>{{}, std::get<0>(std::move(c))};
+  auto with_children(detail::tuple<C2>&& c) const { // core/tuple.hpp
+    return twice_node<C2>{{}, detail::get<0>(std::move(c))};
   }
   float at(const index_t* idx) const { return 2.0f * arg.at(idx); }
   static std::string str() { return "twice"; }

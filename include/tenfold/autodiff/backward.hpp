@@ -571,12 +571,12 @@ auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_se
     if constexpr (!depends<Target, Child>()) return zero{};
     else {
       auto local = [&] {
-        if constexpr (sizeof...(C) == 1) return Op::vjp(std::get<0>(c), n, g);
-        else if constexpr (sizeof...(C) == 2) return Op::template vjp<int(I)>(std::get<0>(c), std::get<1>(c), n, g);
-        else return Op::template vjp<int(I)>(std::get<0>(c), std::get<1>(c), std::get<2>(c), n, g);
+        if constexpr (sizeof...(C) == 1) return Op::vjp(detail::get<0>(c), n, g);
+        else if constexpr (sizeof...(C) == 2) return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), n, g);
+        else return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), detail::get<2>(c), n, g);
       }();
       if constexpr (std::is_same_v<decltype(local), ops::no_gradient>) return zero{};
-      else return gradient<Target>(std::get<I>(c), local);
+      else return gradient<Target>(detail::get<I>(c), local);
     }
   };
   if constexpr (!ops::has_vjp<Op>) return op_without_derivative<Op>{};
@@ -592,8 +592,8 @@ auto concat_part(const G& g, std::integer_sequence<int, A...>) {
 template <class Target, class N, class G, std::size_t... K>
 auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
   const auto one = [&]<std::size_t I>() {
-    if constexpr (!depends<Target, std::tuple_element_t<I, decltype(N::args)>>()) return zero{};
-    else return gradient<Target>(std::get<I>(n.args), concat_part<N, I>(g, std::make_integer_sequence<int, N::rank>{}));
+    if constexpr (!depends<Target, detail::tuple_element_t<I, decltype(N::args)>>()) return zero{};
+    else return gradient<Target>(detail::get<I>(n.args), concat_part<N, I>(g, std::make_integer_sequence<int, N::rank>{}));
   };
   return plus_all(one.template operator()<K>()...);
 }
@@ -604,7 +604,7 @@ auto gradient(const N& n, const G& g) {
   if constexpr (!depends<Target, N>()) return zero{};
   else if constexpr (detail::is_leaf_v<N>) return leaf_adjoint<To, N>(g);
   else if constexpr (detail::is_map_node_v<N>)
-    return map_gradient<Target>(n, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    return map_gradient<Target>(n, g, std::make_index_sequence<detail::tuple_size_v<decltype(N::args)>>{});
   else if constexpr (detail::is_reduce_node_v<N>) {
     using Op = typename N::op_type;
     using A = std::remove_cvref_t<decltype(n.arg)>;
@@ -616,7 +616,7 @@ auto gradient(const N& n, const G& g) {
       using M = typename A::map_type;
       const auto gc = let(n.arg.arg, [n, g](const auto& c) {
         auto xw = detail::apply_view<M>(c);
-        const auto y = n.with_children(std::tuple{xw});
+        const auto y = n.with_children(detail::make_tuple(xw));
         return view_adjoint<M>(Op::vjp(xw, unreduce<N>(y), unreduce<N>(g), reduction_context<N>{}));
       });
       return gradient<Target>(n.arg.arg, gc);
@@ -628,8 +628,8 @@ auto gradient(const N& n, const G& g) {
   } else if constexpr (is_view_v<N>) {
     return gradient<Target>(n.arg, view_adjoint<typename N::map_type>(g));
   } else if constexpr (detail::is_matmul_node_v<N>) {
-    const auto& a = std::get<0>(n.args);
-    const auto& b = std::get<1>(n.args);
+    const auto& a = detail::get<0>(n.args);
+    const auto& b = detail::get<1>(n.args);
     using A = std::remove_cvref_t<decltype(a)>;
     using B = std::remove_cvref_t<decltype(b)>;
     auto through_a = [&] {
@@ -657,9 +657,9 @@ auto gradient(const N& n, const G& g) {
     if (n.keys != N::Sk)
       throw error("tenfold::value_and_grad: attention over first_keys(" + std::to_string(n.keys) + ") of " + std::to_string(N::Sk) +
                   " keys has no derivative (differentiate attention over all the keys k holds)");
-    const auto& q = std::get<0>(n.args);
-    const auto& k = std::get<1>(n.args);
-    const auto& v = std::get<2>(n.args);
+    const auto& q = detail::get<0>(n.args);
+    const auto& k = detail::get<1>(n.args);
+    const auto& v = detail::get<2>(n.args);
     const T s = T(n.scale);
     return let(attention_probabilities<N>(q, k, s), [q, k, v, g, s](const auto& p) {
       auto through_v = [&] {
@@ -683,8 +683,8 @@ auto gradient(const N& n, const G& g) {
       }
     });
   } else if constexpr (detail::is_conv_node_v<N>) {
-    const auto& x = std::get<0>(n.args);
-    const auto& w = std::get<1>(n.args);
+    const auto& x = detail::get<0>(n.args);
+    const auto& w = detail::get<1>(n.args);
     auto through_x = [&] {
       if constexpr (!depends<Target, std::remove_cvref_t<decltype(x)>>()) return zero{};
       else return gradient<Target>(x, conv_input_adjoint<N>(w, g));
@@ -696,9 +696,9 @@ auto gradient(const N& n, const G& g) {
     return plus(std::move(through_x), std::move(through_w));
   } else if constexpr (detail::is_take_node_v<N>) {
     // The indices are integers: only the source has a gradient, g scattered back onto its rows.
-    return gradient<Target>(std::get<0>(n.args), detail::take_adjoint(n, g));
+    return gradient<Target>(detail::get<0>(n.args), detail::take_adjoint(n, g));
   } else if constexpr (detail::is_concat_node_v<N>) {
-    return concat_gradient<Target>(n, g, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    return concat_gradient<Target>(n, g, std::make_index_sequence<detail::tuple_size_v<decltype(N::args)>>{});
   } else if constexpr (detail::is_pad_node_v<N>) {
     using In = typename N::input_shape;
     return gradient<Target>(n.arg, [&]<std::size_t... I>(std::index_sequence<I...>) {

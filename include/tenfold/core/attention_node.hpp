@@ -67,7 +67,7 @@ struct attention_node : node_tag {
   static constexpr bool leaf_operands = true; // core/leaf_operand_node.hpp
   static constexpr index_t Sq = CQ::shape_type::dims[CQ::rank - 2], D = CQ::shape_type::dims[CQ::rank - 1],
                            Sk = CK::shape_type::dims[CK::rank - 2], Dv = CV::shape_type::dims[CV::rank - 1];
-  std::tuple<CQ, CK, CV> args;
+  detail::tuple<CQ, CK, CV> args;
   double scale = 0;
   index_t keys = Sk; // the keys read: the first `keys` of k and v (first_keys)
 
@@ -89,7 +89,7 @@ struct attention_node : node_tag {
   }
 
   template <class... C>
-  constexpr auto with_children(std::tuple<C...>&& ops) const {
+  constexpr auto with_children(detail::tuple<C...>&& ops) const {
     return attention_node<C..., Causal>{{}, std::move(ops), scale, keys};
   }
 
@@ -105,12 +105,12 @@ struct attention_node : node_tag {
       for (index_t d = 0; d < D; ++d) {
         operand_index<typename CQ::shape_type>(out, i, d, iq);
         operand_index<typename CK::shape_type>(out, j, d, ik);
-        s += static_cast<A>(std::get<0>(args).at(iq)) * static_cast<A>(std::get<1>(args).at(ik));
+        s += static_cast<A>(detail::get<0>(args).at(iq)) * static_cast<A>(detail::get<1>(args).at(ik));
       }
       s *= static_cast<A>(scale);
       if (s == -std::numeric_limits<A>::infinity()) continue;
       operand_index<typename CV::shape_type>(out, j, e, iv);
-      const A x = static_cast<A>(std::get<2>(args).at(iv));
+      const A x = static_cast<A>(detail::get<2>(args).at(iv));
       if (l == A(0) || s > m) {
         const A r = l == A(0) ? A(0) : A(std::exp(m - s));
         l = l * r + A(1), o = o * r + x, m = s;

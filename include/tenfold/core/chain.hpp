@@ -28,9 +28,9 @@ struct chain_node : node_tag {
 
   // The kinds of its children: the input and a layer (every layer has the same type).
   template <class V2, class B2>
-  constexpr auto with_children(std::tuple<V2, B2>&& c) const {
-    chain_node<Tag, V2, B2, N> r{{}, std::get<0>(std::move(c)), {}};
-    for (auto& b : r.bodies) b = std::get<1>(c);
+  constexpr auto with_children(detail::tuple<V2, B2>&& c) const {
+    chain_node<Tag, V2, B2, N> r{{}, detail::get<0>(std::move(c)), {}};
+    for (auto& b : r.bodies) b = detail::get<1>(c);
     return r;
   }
   static std::string str() { return message("chain<", N, ">(", V::str(), ") of ", B::str()); }

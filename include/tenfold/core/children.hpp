@@ -2,7 +2,7 @@
 // A node's children, the one way every analysis reaches them. Each node kind declares its children
 // once, as `args` (a tuple) or `arg` (one child) — a let as its `value` and `body`, a chain as its
 // `value` and (the type of) its layers — and rebuilds itself
-// over other children with `with_children(std::tuple<...>)`, keeping its own data (a scale, a pad
+// over other children with `with_children(detail::tuple<...>)`, keeping its own data (a scale, a pad
 // value). Leaves, scalars and generators have none. A node that declares neither is a compile error
 // here, so a new node kind cannot be walked past silently.
 #include <tuple>
@@ -28,20 +28,20 @@ struct unknown_node_kind {
 template <class N>
 constexpr auto children(N&& n) {
   using D = std::remove_cvref_t<N>;
-  if constexpr (is_terminal_v<D>) return std::tuple<>{};
+  if constexpr (is_terminal_v<D>) return detail::tuple<>{};
   else if constexpr (requires { n.args; }) {
-    return detail::unpack([](auto&&... c) { return std::forward_as_tuple(std::forward<decltype(c)>(c)...); }, std::forward<N>(n).args);
-  } else if constexpr (requires { n.arg; }) return std::forward_as_tuple(std::forward<N>(n).arg);
-  else if constexpr (is_let_node_v<D>) return std::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).body);
-  else if constexpr (is_chain_node_v<D>) return std::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).bodies[0]);
+    return detail::unpack([](auto&&... c) { return detail::forward_as_tuple(std::forward<decltype(c)>(c)...); }, std::forward<N>(n).args);
+  } else if constexpr (requires { n.arg; }) return detail::forward_as_tuple(std::forward<N>(n).arg);
+  else if constexpr (is_let_node_v<D>) return detail::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).body);
+  else if constexpr (is_chain_node_v<D>) return detail::forward_as_tuple(std::forward<N>(n).value, std::forward<N>(n).bodies[0]);
   else return unknown_node_kind<D>{};
 }
 
 template <class R>
 struct decayed_tuple;
 template <class... C>
-struct decayed_tuple<std::tuple<C...>> {
-  using type = std::tuple<std::remove_cvref_t<C>...>;
+struct decayed_tuple<detail::tuple<C...>> {
+  using type = detail::tuple<std::remove_cvref_t<C>...>;
 };
 // The children's types, as a tuple.
 template <class N>
@@ -52,6 +52,6 @@ using children_t = typename decayed_tuple<decltype(children(std::declval<const N
 template <template <class> class Pred, class N>
 constexpr bool any_node() {
   if constexpr (Pred<N>::value) return true;
-  else return []<class... C>(std::tuple<C...>*) { return (false || ... || any_node<Pred, C>()); }(static_cast<children_t<N>*>(nullptr));
+  else return []<class... C>(detail::tuple<C...>*) { return (false || ... || any_node<Pred, C>()); }(static_cast<children_t<N>*>(nullptr));
 }
 } // namespace tenfold::detail

@@ -109,10 +109,10 @@ struct conv2d_node : node_tag {
   using value_type = promote_t<typename CX::value_type, typename CW::value_type>;
   using shape_type = std::conditional_t<nhwc, shape<N, OH, OW, OC>, shape<N, OC, OH, OW>>;
   static constexpr int rank = 4;
-  std::tuple<CX, CW> args;
+  detail::tuple<CX, CW> args;
   // The same node over other operands (the walk prepares them into strided leaves).
   template <class... C>
-  constexpr auto with_children(std::tuple<C...>&& c) const {
+  constexpr auto with_children(detail::tuple<C...>&& c) const {
     return conv2d_node<C..., G>{{}, std::move(c)};
   }
 
@@ -138,7 +138,7 @@ struct conv2d_node : node_tag {
             if (nhwc) wi[0] = kh, wi[1] = kw, wi[2] = m, wi[3] = ci;
             else wi[0] = ci, wi[1] = m, wi[2] = kh, wi[3] = kw;
           }
-          acc += static_cast<A>(std::get<0>(args).at(xi)) * static_cast<A>(std::get<1>(args).at(wi));
+          acc += static_cast<A>(detail::get<0>(args).at(xi)) * static_cast<A>(detail::get<1>(args).at(wi));
         }
       }
     return acc;

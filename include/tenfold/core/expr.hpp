@@ -139,10 +139,10 @@ struct map_node : node_tag {
   using shape_type = typename std::tuple_element_t<0, std::tuple<C...>>::shape_type;
   static constexpr int rank = shape_type::rank;
   static_assert((std::is_same_v<typename C::shape_type, shape_type> && ...));
-  std::tuple<C...> args;
+  detail::tuple<C...> args;
   // The same node over other children (every node with children declares this; plan/walk.hpp).
   template <class... D>
-  constexpr auto with_children(std::tuple<D...>&& c) const {
+  constexpr auto with_children(detail::tuple<D...>&& c) const {
     return map_node<Op, D...>{{}, std::move(c)};
   }
 

@@ -63,9 +63,9 @@ struct take_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static constexpr int axis = Axis;
   static constexpr bool along = Along;
-  std::tuple<Src, Idx> args;
+  detail::tuple<Src, Idx> args;
   template <class S2, class I2>
-  constexpr auto with_children(std::tuple<S2, I2>&& c) const {
+  constexpr auto with_children(detail::tuple<S2, I2>&& c) const {
     return take_node<Axis, Along, S2, I2>{{}, std::move(c)};
   }
 
@@ -73,19 +73,19 @@ struct take_node : node_tag {
     index_t in[source_shape::rank];
     if constexpr (Along) {
       for (int a = 0; a < rank; ++a) in[a] = idx[a];
-      in[Axis] = static_cast<index_t>(std::get<1>(args).at(idx));
+      in[Axis] = static_cast<index_t>(detail::get<1>(args).at(idx));
     } else {
       constexpr int r = index_shape::rank;
       for (int a = 0; a < Axis; ++a) in[a] = idx[a];
-      in[Axis] = static_cast<index_t>(std::get<1>(args).at(idx + Axis));
+      in[Axis] = static_cast<index_t>(detail::get<1>(args).at(idx + Axis));
       for (int a = Axis + 1; a < source_shape::rank; ++a) in[a] = idx[a + r - 1];
     }
-    return std::get<0>(args).at(in);
+    return detail::get<0>(args).at(in);
   }
 
   // Every index in [0, extent): called on the host before the nest runs (the indices are a leaf).
   void check_indices() const {
-    check_index_values<source_shape::dims[Axis]>(std::get<1>(args), Along ? "take_along_axis" : "take", Axis,
+    check_index_values<source_shape::dims[Axis]>(detail::get<1>(args), Along ? "take_along_axis" : "take", Axis,
                                                  &Src::str);
   }
   static std::string str() {

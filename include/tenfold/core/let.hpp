@@ -56,8 +56,8 @@ struct let_node : node_tag {
   V value;
   B body;
   template <class V2, class B2>
-  constexpr auto with_children(std::tuple<V2, B2>&& c) const {
-    return let_node<Tag, V2, B2>{{}, std::get<0>(std::move(c)), std::get<1>(std::move(c))};
+  constexpr auto with_children(detail::tuple<V2, B2>&& c) const {
+    return let_node<Tag, V2, B2>{{}, detail::get<0>(std::move(c)), detail::get<1>(std::move(c))};
   }
 
   static std::string str() { return "let(" + V::str() + ") in " + B::str(); }

@@ -46,10 +46,10 @@ struct matmul_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static constexpr index_t M = CA::shape_type::dims[CA::rank - 2], K = CA::shape_type::dims[CA::rank - 1],
                            N = CB::shape_type::dims[CB::rank - 1];
-  std::tuple<CA, CB> args;
+  detail::tuple<CA, CB> args;
   // The same node over other operands (the walk prepares them into strided leaves).
   template <class... C>
-  constexpr auto with_children(std::tuple<C...>&& c) const {
+  constexpr auto with_children(detail::tuple<C...>&& c) const {
     return matmul_node<C...>{{}, std::move(c)};
   }
 
@@ -69,8 +69,8 @@ struct matmul_node : node_tag {
     for (index_t k = 0; k < K; ++k) {
       operand_index<typename CA::shape_type>(out, out[rank - 2], k, ia);
       operand_index<typename CB::shape_type>(out, k, out[rank - 1], ib);
-      acc += static_cast<compute_t<value_type>>(std::get<0>(args).at(ia)) *
-             static_cast<compute_t<value_type>>(std::get<1>(args).at(ib));
+      acc += static_cast<compute_t<value_type>>(detail::get<0>(args).at(ia)) *
+             static_cast<compute_t<value_type>>(detail::get<1>(args).at(ib));
     }
     return acc;
   }

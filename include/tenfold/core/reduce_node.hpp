@@ -48,8 +48,8 @@ struct reduce_node : node_tag {
   static_assert(!Op::needs_nonempty || count > 0, "tenfold: this reduction has no identity; the reduced extent must be non-empty");
   C arg;
   template <class D>
-  constexpr auto with_children(std::tuple<D>&& c) const {
-    return reduce_node<Op, D, Mask, Keep>{{}, std::get<0>(std::move(c))};
+  constexpr auto with_children(detail::tuple<D>&& c) const {
+    return reduce_node<Op, D, Mask, Keep>{{}, detail::get<0>(std::move(c))};
   }
 
   // Input multi-index of output `out` with the reduced axes at zero.
@@ -96,8 +96,8 @@ struct scan_node : node_tag {
   static constexpr int axis = Axis;
   C arg;
   template <class D>
-  constexpr auto with_children(std::tuple<D>&& c) const {
-    return scan_node<Op, D, Axis>{{}, std::get<0>(std::move(c))};
+  constexpr auto with_children(detail::tuple<D>&& c) const {
+    return scan_node<Op, D, Axis>{{}, detail::get<0>(std::move(c))};
   }
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
     index_t in[rank];

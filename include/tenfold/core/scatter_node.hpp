@@ -27,9 +27,9 @@ struct scatter_add_node : node_tag {
   static constexpr int axis = Axis;
   static constexpr bool along = Along;
   static constexpr bool leaf_operands = true; // core/leaf_operand_node.hpp
-  std::tuple<G, Idx> args;
+  detail::tuple<G, Idx> args;
   template <class G2, class I2>
-  constexpr auto with_children(std::tuple<G2, I2>&& c) const {
+  constexpr auto with_children(detail::tuple<G2, I2>&& c) const {
     return scatter_add_node<Axis, Along, S, G2, I2>{{}, std::move(c)};
   }
 
@@ -37,11 +37,11 @@ struct scatter_add_node : node_tag {
   TENFOLD_HD void target(const index_t* gi, index_t* out) const {
     if constexpr (Along) {
       for (int a = 0; a < rank; ++a) out[a] = gi[a];
-      out[Axis] = static_cast<index_t>(std::get<1>(args).at(gi));
+      out[Axis] = static_cast<index_t>(detail::get<1>(args).at(gi));
     } else {
       constexpr int r = index_shape::rank;
       for (int a = 0; a < Axis; ++a) out[a] = gi[a];
-      out[Axis] = static_cast<index_t>(std::get<1>(args).at(gi + Axis));
+      out[Axis] = static_cast<index_t>(detail::get<1>(args).at(gi + Axis));
       for (int a = Axis + 1; a < rank; ++a) out[a] = gi[a + r - 1];
     }
   }
@@ -50,8 +50,8 @@ struct scatter_add_node : node_tag {
     compute_t<value_type> acc{};
     index_t gi[g_shape::rank > 0 ? g_shape::rank : 1];
     index_t j[index_shape::rank > 0 ? index_shape::rank : 1];
-    const auto& g = std::get<0>(args);
-    const auto& ids = std::get<1>(args);
+    const auto& g = detail::get<0>(args);
+    const auto& ids = detail::get<1>(args);
     if constexpr (Along) {
       // Only the positions that agree with idx off the axis read the column idx lies in.
       for (int a = 0; a < rank; ++a) {
@@ -78,7 +78,7 @@ struct scatter_add_node : node_tag {
 
   // Every index in [0, extent) (a write out of range would corrupt memory): before anything runs.
   void check_indices() const {
-    check_index_values<S::dims[Axis]>(std::get<1>(args), Along ? "take_along_axis (gradient)" : "take (gradient)", Axis,
+    check_index_values<S::dims[Axis]>(detail::get<1>(args), Along ? "take_along_axis (gradient)" : "take (gradient)", Axis,
                                       &G::str);
   }
   static std::string str() {
@@ -95,9 +95,9 @@ inline constexpr bool is_scatter_add_node_v<scatter_add_node<A, L, S, G, I>> = t
 // The adjoint of take node T: g (an expression of T's shape) scattered back onto T's source.
 template <class T, class G>
 auto take_adjoint(const T& t, G&& g) {
-  using Idx = std::remove_cvref_t<decltype(std::get<1>(t.args))>;
+  using Idx = std::remove_cvref_t<decltype(detail::get<1>(t.args))>;
   using N = node_t<G>;
   return scatter_add_node<T::axis, T::along, typename T::source_shape, N, Idx>{
-      {}, {as_node(std::forward<G>(g)), std::get<1>(t.args)}};
+      {}, {as_node(std::forward<G>(g)), detail::get<1>(t.args)}};
 }
 } // namespace tenfold::detail

@@ -122,8 +122,8 @@ struct view_node : node_tag {
   static constexpr int rank = shape_type::rank;
   C arg;
   template <class D>
-  constexpr auto with_children(std::tuple<D>&& c) const {
-    return view_node<Map, D>{{}, std::get<0>(std::move(c))};
+  constexpr auto with_children(detail::tuple<D>&& c) const {
+    return view_node<Map, D>{{}, detail::get<0>(std::move(c))};
   }
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
     index_t in[C::rank > 0 ? C::rank : 1];
@@ -168,12 +168,12 @@ constexpr auto compose_affine() {
     scale[i] = src[i] < 0 ? 1 : Inner::scale[i] * Outer::scale[mid];
     off[i] = Inner::off[i] + (mid < 0 ? 0 : Inner::scale[i] * Outer::off[mid]);
   }
-  return std::tuple{src, scale, off};
+  return detail::make_tuple(src, scale, off);
 }
 template <class Outer, class Inner>
 using composed_affine_t =
-    affine_map<typename Inner::in_shape, typename Outer::out_shape, canon(std::get<0>(compose_affine<Outer, Inner>())),
-               canon(std::get<1>(compose_affine<Outer, Inner>())), canon(std::get<2>(compose_affine<Outer, Inner>()))>;
+    affine_map<typename Inner::in_shape, typename Outer::out_shape, canon(detail::get<0>(compose_affine<Outer, Inner>())),
+               canon(detail::get<1>(compose_affine<Outer, Inner>())), canon(detail::get<2>(compose_affine<Outer, Inner>()))>;
 
 // Any strided map as a coefficient matrix and offsets, and the composition of two of them (the outer
 // map feeds the inner one: in = off_i + C_i (off_o + C_o out)).

@@ -58,8 +58,8 @@ struct pad_node : node_tag {
   C arg;
   compute_t<value_type> value{};
   template <class D>
-  constexpr auto with_children(std::tuple<D>&& c) const {
-    return pad_node<D, Pads>{{}, std::get<0>(std::move(c)), value};
+  constexpr auto with_children(detail::tuple<D>&& c) const {
+    return pad_node<D, Pads>{{}, detail::get<0>(std::move(c)), value};
   }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* idx) const {
@@ -139,9 +139,9 @@ struct concat_node : node_tag {
   static constexpr int rank = shape_type::rank;
   static constexpr int axis = Axis;
   static constexpr auto bounds = concat_bounds<Axis, typename C::shape_type...>();
-  std::tuple<C...> args;
+  detail::tuple<C...> args;
   template <class... D>
-  constexpr auto with_children(std::tuple<D...>&& c) const {
+  constexpr auto with_children(detail::tuple<D...>&& c) const {
     return concat_node<Axis, D...>{{}, std::move(c)};
   }
 
@@ -164,7 +164,7 @@ struct concat_node : node_tag {
       if (in[Axis] >= bounds[I + 1]) return at_operand<I + 1>(in);
     }
     in[Axis] -= bounds[I];
-    return convert<compute_t<value_type>>(std::get<I>(args).at(in));
+    return convert<compute_t<value_type>>(detail::get<I>(args).at(in));
   }
 };
 

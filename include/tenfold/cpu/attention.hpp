@@ -166,9 +166,9 @@ void run_attention(const Dst& dst, const N& n) {
     using LK = typename N::k_type;
     using LV = typename N::v_type;
     constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
-    const LQ& ql = std::get<0>(n.args);
-    const LK& kl = std::get<1>(n.args);
-    const LV& vl = std::get<2>(n.args);
+    const LQ& ql = detail::get<0>(n.args);
+    const LK& kl = detail::get<1>(n.args);
+    const LV& vl = detail::get<2>(n.args);
     const T scale = static_cast<T>(n.scale);
     const index_t keys = n.keys; // the keys read (first_keys), <= Sk
     const std::uint64_t call = ++attention_calls;

@@ -24,7 +24,7 @@ constexpr bool has_transposed_leaf() {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
   if constexpr (kind == plan::nest_node::leaf) return N::rank >= 2 && row_stride_v<N> == 1 && col_stride_v<N> != 0 && col_stride_v<N> != 1;
   else if constexpr (kind == plan::nest_node::map)
-    return []<class... C>(std::tuple<C...>*) { return (has_transposed_leaf<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (has_transposed_leaf<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // the block path reads leaves only; other kinds keep the row path
 }
 
@@ -56,11 +56,11 @@ struct scalar_block {
 
 template <class Op, class L, class... C>
 struct map_block {
-  std::tuple<C...> children;
+  detail::tuple<C...> children;
   TENFOLD_INLINE auto load(index_t j) const {
     return detail::unpack(
         [j](const auto&... c) {
-          const auto in = std::make_tuple(c.load(j)...);
+          const auto in = detail::make_tuple(c.load(j)...);
           using B = decltype(detail::unpack([](const auto&... b) { return Op::simd(b[0]...); }, in));
           block<B> out;
           for (std::size_t q = 0; q < out.size(); ++q) out[q] = detail::unpack([q](const auto&... b) { return Op::simd(b[q]...); }, in);

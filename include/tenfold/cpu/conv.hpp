@@ -106,8 +106,8 @@ void run_conv(const Dst& dst, const N& root) {
     constexpr index_t M = nhwc ? Cv::N * OH * OW : OCg, NC = nhwc ? OCg : OH * OW, K = Cv::Cg * Cv::KH * Cv::KW;
     constexpr index_t gemms = nhwc ? groups : Cv::N * groups; // independent products
     const Cv& cv = find_matmul(root);
-    const EX* xp = std::get<0>(cv.args).data() + Cv::x_type::offset;
-    const EW* wp = std::get<1>(cv.args).data() + Cv::w_type::offset;
+    const EX* xp = detail::get<0>(cv.args).data() + Cv::x_type::offset;
+    const EW* wp = detail::get<1>(cv.args).data() + Cv::w_type::offset;
 
     using Block = conv_block<T, S, nhwc>;
     using Tail = decltype(substitute_block(root, std::declval<Block>()));

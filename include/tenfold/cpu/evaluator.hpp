@@ -35,7 +35,7 @@ constexpr bool strided_run() {
     constexpr index_t s = run_stride<N, K>();
     return s > 16 || s < -16;
   } else if constexpr (kind == plan::nest_node::map)
-    return []<class... C>(std::tuple<C...>*) { return (strided_run<C, K>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (strided_run<C, K>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // the other kinds read no operand along the run by a stride of their own
 }
 

@@ -55,12 +55,12 @@ template <class N>
 const auto& find_matmul(const N& n) {
   if constexpr (plan::is_gemm_driven_v<N>) return n;
   else {
-    constexpr std::size_t which = []<class... C>(std::tuple<C...>*) {
+    constexpr std::size_t which = []<class... C>(detail::tuple<C...>*) {
       std::size_t i = 0, found = 0;
       ((plan::epilogue_matmuls<C>() ? found = i : 0, ++i), ...);
       return found;
     }(static_cast<decltype(N::args)*>(nullptr));
-    return find_matmul(std::get<which>(n.args));
+    return find_matmul(detail::get<which>(n.args));
   }
 }
 
@@ -157,8 +157,8 @@ void run_gemm(const Dst& dst, const N& root) {
       for (index_t t = t0; t < t1; ++t) {
         const index_t b = t / parts;
         detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
-        const auto a = batch_matrix<typename Mm::a_type, R>(std::get<0>(mm.args), idx.data());
-        const auto bm = batch_matrix<typename Mm::b_type, R>(std::get<1>(mm.args), idx.data());
+        const auto a = batch_matrix<typename Mm::a_type, R>(detail::get<0>(mm.args), idx.data());
+        const auto bm = batch_matrix<typename Mm::b_type, R>(detail::get<1>(mm.args), idx.data());
         const gemm_part range = gemm_split<T>(M, N_, t % parts, parts);
         index_t off = Dst::offset;
         for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];

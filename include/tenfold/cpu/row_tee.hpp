@@ -21,7 +21,7 @@ constexpr int count_row_leaves() {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
   if constexpr (kind == plan::nest_node::leaf) return run_stride<N, K>() == 1 ? 1 : 0;
   else if constexpr (kind == plan::nest_node::map && !row_constant<N, K>())
-    return []<class... C>(std::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
   else return 0; // row-constant, or read through the run index (not prefetched)
 }
 // Count and cache level are compile-time constants, so the touches unroll into registers.
@@ -58,7 +58,7 @@ constexpr bool has_row_reduction() {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
   if constexpr (kind == plan::nest_node::reduce_view) return plan::constant_from<N>(K);
   else if constexpr (kind == plan::nest_node::map)
-    return []<class... C>(std::tuple<C...>*) { return (has_row_reduction<K, C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (has_row_reduction<K, C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // the other kinds hold no row-fused reduction (the walk takes them out of views)
 }
 // A row whose loads also prefetch the same positions of the next row (the tail sweep of a row-fused
@@ -113,10 +113,10 @@ struct tee_view<detail::map_node<U, V>> {
 template <class N, class Dst, int K, class L>
 constexpr bool tee_fusable() {
   if constexpr (!detail::is_map_node_v<N>) return false;
-  else if constexpr (std::tuple_size_v<decltype(N::args)> != 2) return false;
+  else if constexpr (detail::tuple_size_v<decltype(N::args)> != 2) return false;
   else {
-    using E = std::tuple_element_t<0, decltype(N::args)>;
-    using V = typename tee_view<std::tuple_element_t<1, decltype(N::args)>>::type;
+    using E = detail::tuple_element_t<0, decltype(N::args)>;
+    using V = typename tee_view<detail::tuple_element_t<1, decltype(N::args)>>::type;
     if constexpr (!plan::is_view_node_v<V> || detail::is_leaf_v<E>) return false;
     else {
       using Rd = typename V::child_type;
@@ -138,13 +138,13 @@ constexpr bool tee_fusable() {
 // (unequal padding only sends a row down the ordinary path).
 template <class N>
 bool tee_same_values(const N& n) {
-  using C = std::tuple_element_t<1, decltype(N::args)>;
+  using C = detail::tuple_element_t<1, decltype(N::args)>;
   using V = typename tee_view<C>::type;
-  const auto& c = std::get<1>(n.args);
+  const auto& c = detail::get<1>(n.args);
   const V* v;
   if constexpr (std::is_same_v<C, V>) v = &c;
-  else v = &std::get<0>(c.args);
-  const auto& e = std::get<0>(n.args);
+  else v = &detail::get<0>(c.args);
+  const auto& e = detail::get<0>(n.args);
   const auto& reduced = v->arg.arg;
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(reduced)>, std::remove_cvref_t<decltype(e)>>);
   return std::memcmp(static_cast<const void*>(&e), static_cast<const void*>(&reduced), sizeof(e)) == 0;
@@ -171,7 +171,7 @@ inline constexpr index_t tee_pipeline_bytes = index_t(256) << 10; // both stack 
 
 template <int K, class L, bool Stream, class Dst, class N>
 void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
-  using C = std::tuple_element_t<1, decltype(N::args)>;
+  using C = detail::tuple_element_t<1, decltype(N::args)>;
   using V = typename tee_view<C>::type;
   using Rd = typename V::child_type;
   using Op = typename Rd::op_type;
@@ -183,7 +183,7 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   constexpr bool pipelined = Stream && 2 * inner * index_t(sizeof(T)) <= tee_pipeline_bytes;
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
   using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
-  const auto& e_node = std::get<0>(n.args);
+  const auto& e_node = detail::get<0>(n.args);
   // Rows that fit L1 are prefetched there; longer ones to L2.
   using prefetch_t = row_prefetch<count_row_leaves<K, std::remove_cvref_t<decltype(e_node)>>(), inner * index_t(sizeof(T)) <= (index_t(16) << 10)>;
   alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];

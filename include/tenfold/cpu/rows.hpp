@@ -63,7 +63,7 @@ constexpr bool flat_from(int k) {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
   if constexpr (kind == leaf) return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k);
   else if constexpr (kind == map)
-    return []<class... C>(std::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
+    return []<class... C>(detail::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
         static_cast<decltype(N::args)*>(nullptr), k);
   else if constexpr (kind == reduce_view) return plan::constant_from<N>(k);
   else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
@@ -197,7 +197,7 @@ struct scalar_row {
 
 template <class Op, class V, class L, class... R>
 struct map_row {
-  std::tuple<R...> rows;
+  detail::tuple<R...> rows;
   TENFOLD_INLINE compute_t<V> scalar(index_t j) const {
     return detail::unpack([j](const auto&... r) { return Op::template apply<V>(r.scalar(j)...); }, rows);
   }
@@ -270,7 +270,7 @@ constexpr bool row_constant() {
     return true;
   } else if constexpr (kind == reduce_view) return plan::constant_from<N>(K);
   else if constexpr (kind == map)
-    return []<class... C>(std::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // generator, reduction, view, pad, concat, take, block, by_index: taken to vary along the run
 }
 

@@ -22,7 +22,7 @@ void run_scatter_add(const Dst& dst, const N& n) {
       dst.data()[Dst::offset_of(o)] = D{};
     }
   if constexpr (GS::size > 0) {
-    const auto& g = std::get<0>(n.args);
+    const auto& g = detail::get<0>(n.args);
     using GL = std::remove_cvref_t<decltype(g)>;
     index_t gi[GS::rank > 0 ? GS::rank : 1] = {};
     // Along g's last axis the destination's last axis runs too, unless that is the indexed one (or,

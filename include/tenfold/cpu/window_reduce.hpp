@@ -17,7 +17,7 @@ constexpr bool contains_window_row() {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
   if constexpr (kind == plan::nest_node::reduction) return window_row_ok<N, typename N::input_t>();
   else if constexpr (kind == plan::nest_node::map)
-    return []<class... C>(std::tuple<C...>*) { return (contains_window_row<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (contains_window_row<C>() || ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // no other kind holds a window reduction in the same nest
 }
 // Runs here: a window reduction, or an elementwise tree over one (relu(max_pool2d(x))), vectorised in

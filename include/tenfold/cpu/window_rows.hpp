@@ -167,7 +167,7 @@ template <class N>
 constexpr bool cheap_rows() {
   if constexpr (detail::is_leaf_v<N> || detail::is_scalar_node_v<N>) return true;
   else if constexpr (detail::is_map_node_v<N>)
-    return []<class... C>(std::tuple<C...>*) { return (cheap_rows<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (cheap_rows<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
   else if constexpr (padded_view<N>()) return cheap_rows<typename N::child_type::child_type>();
   else return false;
 }

@@ -38,7 +38,7 @@ constexpr bool flat_tree() {
   if constexpr (is_leaf_v<N>) return std::is_same_v<typename N::shape_type, S> && (N::contiguous || is_broadcast_leaf<N>());
   else if constexpr (is_scalar_node_v<N>) return true;
   else if constexpr (is_map_node_v<N>)
-    return []<class... C>(std::tuple<C...>*) { return (flat_tree<C, S>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(tenfold::detail::tuple<C...>*) { return (flat_tree<C, S>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // the other kinds are read through the element's index (at)
 }
 
@@ -47,7 +47,7 @@ template <class N>
 constexpr std::size_t widest_load() {
   if constexpr (is_leaf_v<N>) return N::contiguous ? sizeof(typename N::value_type) : 1;
   else if constexpr (is_map_node_v<N>)
-    return []<class... C>(std::tuple<C...>*) {
+    return []<class... C>(tenfold::detail::tuple<C...>*) {
       std::size_t w = 1;
       ((w = w > widest_load<C>() ? w : widest_load<C>()), ...);
       return w;
@@ -100,7 +100,7 @@ __device__ __forceinline__ lanes<compute_t<typename N::value_type>, V> flat_load
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = n.value;
   } else {
-    const auto in = tenfold::detail::unpack([i](const auto&... c) { return std::tuple{flat_load<V>(c, i)...}; }, n.args);
+    const auto in = tenfold::detail::unpack([i](const auto&... c) { return tenfold::detail::make_tuple(flat_load<V>(c, i)...); }, n.args);
 #pragma unroll
     for (int k = 0; k < V; ++k)
       r.v[k] = tenfold::detail::unpack([k](const auto&... x) { return C(N::op_type::template apply<typename N::value_type>(x.v[k]...)); }, in);

@@ -30,7 +30,7 @@ template <class N>
   requires tenfold::detail::is_map_node_v<N>
 struct gemm_of<N> {
   template <class... C>
-  static auto pick(std::tuple<C...>*) {
+  static auto pick(tenfold::detail::tuple<C...>*) {
     return std::type_identity<typename gemm_of<std::tuple_element_t<first_matmul<C...>(), std::tuple<C...>>>::type>{};
   }
   template <class... C>
@@ -51,12 +51,12 @@ __device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...
 template <class N>
 __device__ const gemm_of_t<N>& find_gemm(const N& n) {
   if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
-  else return find_gemm_in(n, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+  else return find_gemm_in(n, std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
 }
 template <class N, std::size_t... I>
 __device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...>) {
   using Args = decltype(N::args);
-  return find_gemm(std::get<gemm_of<N>::template first_matmul<std::tuple_element_t<I, Args>...>()>(n.args));
+  return find_gemm(tenfold::detail::get<gemm_of<N>::template first_matmul<tenfold::detail::tuple_element_t<I, Args>...>()>(n.args));
 }
 
 // The same, on the host (for the pointer checks before a launch).
@@ -65,8 +65,8 @@ const gemm_of_t<N>& find_gemm_host(const N& n) {
   if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
   else
     return [&]<std::size_t... I>(std::index_sequence<I...>) -> const gemm_of_t<N>& {
-      return find_gemm_host(std::get<gemm_of<N>::template first_matmul<std::tuple_element_t<I, decltype(N::args)>...>()>(n.args));
-    }(std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+      return find_gemm_host(tenfold::detail::get<gemm_of<N>::template first_matmul<tenfold::detail::tuple_element_t<I, decltype(N::args)>...>()>(n.args));
+    }(std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
 }
 
 // The root's value at idx, with the matmul's element there being `acc`.
@@ -168,8 +168,8 @@ template <class Mm, class T>
 __device__ __forceinline__ void tc_fetch(const Mm& mm, const gemm_batch<Mm, typename Mm::shape_type>& bt, index_t m0, index_t n0,
                                          index_t k0, tc_stage<T>& st) {
   using G = gemm_dims<Mm>;
-  const T* pa = std::get<0>(mm.args).data() + bt.a_base;
-  const T* pb = std::get<1>(mm.args).data() + bt.b_base;
+  const T* pa = tenfold::detail::get<0>(mm.args).data() + bt.a_base;
+  const T* pb = tenfold::detail::get<1>(mm.args).data() + bt.b_base;
   const int t = threadIdx.x;
   // A: thread t covers row t / 2, columns (t % 2) * 16 .. +16; contiguous in k when a_k == 1.
   {
@@ -346,8 +346,8 @@ __device__ void simt_body::run(const Dst& dst, const N& root) {
   __shared__ C bs[2][simt::BK][simt::BN];
   const Mm& mm = find_gemm(root);
   const gemm_batch<Mm, S> bt(mm, blockIdx.z);
-  const auto* pa = std::get<0>(mm.args).data() + bt.a_base;
-  const auto* pb = std::get<1>(mm.args).data() + bt.b_base;
+  const auto* pa = tenfold::detail::get<0>(mm.args).data() + bt.a_base;
+  const auto* pb = tenfold::detail::get<1>(mm.args).data() + bt.b_base;
   const index_t m0 = index_t(blockIdx.y) * simt::BM, n0 = index_t(blockIdx.x) * simt::BN;
   const int t = threadIdx.x, tm = t / 16, tn = t % 16;
 
@@ -443,8 +443,8 @@ constexpr dim3 gemm_grid() {
 template <class Dst, class N>
 void launch_tensor_core_gemm(const Dst& dst, const N& n, stream_ref s, const char* what) {
   const auto& mm = find_gemm_host(n);
-  if ((vector_rows_v<typename gemm_of_t<N>::a_type> && reinterpret_cast<std::uintptr_t>(std::get<0>(mm.args).data()) % 16) ||
-      (vector_rows_v<typename gemm_of_t<N>::b_type> && reinterpret_cast<std::uintptr_t>(std::get<1>(mm.args).data()) % 16))
+  if ((vector_rows_v<typename gemm_of_t<N>::a_type> && reinterpret_cast<std::uintptr_t>(tenfold::detail::get<0>(mm.args).data()) % 16) ||
+      (vector_rows_v<typename gemm_of_t<N>::b_type> && reinterpret_cast<std::uintptr_t>(tenfold::detail::get<1>(mm.args).data()) % 16))
     throw error("tenfold::cuda: a GEMM operand's device pointer is not 16-byte aligned (tensors and arena slots always are)");
   launch<tensor_core_body>(gemm_grid<N, true>(), tc::threads, s, dst, n, what);
 }

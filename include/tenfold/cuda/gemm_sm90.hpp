@@ -302,8 +302,8 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   using G = gemm_dims<Mm>;
   using Out = typename Mm::shape_type;
   const Mm& mm = find_gemm_host(n);
-  const T* pa = std::get<0>(mm.args).data() + CA::offset;
-  const T* pb = std::get<1>(mm.args).data() + CB::offset;
+  const T* pa = tenfold::detail::get<0>(mm.args).data() + CA::offset;
+  const T* pb = tenfold::detail::get<1>(mm.args).data() + CB::offset;
   if (reinterpret_cast<std::uintptr_t>(pa) % 16 || reinterpret_cast<std::uintptr_t>(pb) % 16)
     throw error("tenfold::cuda: a GEMM operand's device pointer is not 16-byte aligned (tensors and arena slots always are)");
   constexpr bool a_batched = batching_of<Out, CA>() == batching::strided, b_batched = batching_of<Out, CB>() == batching::strided;

@@ -91,20 +91,20 @@ __device__ void compute_slots(const N& n, const index_t* idx, slot* slots, const
     const auto acc = group_reduce<Rd, Base>(n.arg, base, slots, g);
     slots[s].put(static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
   } else if constexpr (is_map_node_v<N>) {
-    compute_map_slots<N, Varying, Base, Sh>(n, idx, slots, g, share, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    compute_map_slots<N, Varying, Base, Sh>(n, idx, slots, g, share, std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
   }
 }
 template <class N, unsigned Varying, int Base, class Sh, class G, std::size_t... I>
 __device__ void compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, bool share, std::index_sequence<I...>) {
   using Args = decltype(N::args);
-  (compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Sh>(std::get<I>(n.args), idx, slots, g, share), ...);
+  (compute_slots<tenfold::detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Sh>(tenfold::detail::get<I>(n.args), idx, slots, g, share), ...);
 }
 
 template <class N, unsigned Varying, int Base, std::size_t... I>
 __device__ __forceinline__ compute_t<typename N::value_type> map_value(const N& n, const index_t* idx, const slot* slots, std::index_sequence<I...>) {
   using Args = decltype(N::args);
   return compute_t<typename N::value_type>(N::op_type::template apply<typename N::value_type>(
-      row_value<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(std::get<I>(n.args), idx, slots)...));
+      row_value<tenfold::detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(tenfold::detail::get<I>(n.args), idx, slots)...));
 }
 
 template <class N, unsigned Varying, int Base>
@@ -113,7 +113,7 @@ __device__ compute_t<typename N::value_type> row_value(const N& n, const index_t
     using Rd = typename N::child_type;
     return slots[Base + slot_count<typename Rd::child_type, mask_bits<Rd>()>()].template get<compute_t<typename N::value_type>>();
   } else if constexpr (is_map_node_v<N>) {
-    return map_value<N, Varying, Base>(n, idx, slots, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    return map_value<N, Varying, Base>(n, idx, slots, std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
   } else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
     return sequential_reduce(n, idx);
   } else if constexpr (is_view_of_reduction<N>()) {

@@ -60,7 +60,7 @@ constexpr bool vector_row_tree() {
     if constexpr (!reduces_last_axis_only<Rd>()) return false;
     else return Rd::input_shape::dims[Rd::input_shape::rank - 1] == Cols && vector_row_tree<typename Rd::child_type, mask_bits<Rd>(), Cols, V>();
   } else if constexpr (is_map_node_v<N>) {
-    return []<class... C>(std::tuple<C...>*) { return (vector_row_tree<C, Varying, Cols, V>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(tenfold::detail::tuple<C...>*) { return (vector_row_tree<C, Varying, Cols, V>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
   } else if constexpr (is_leaf_v<N>) {
     return leaf_row_stride<N>() == 0 || (leaf_row_stride<N>() == 1 && rows_start_aligned<N, V>());
   } else {
@@ -73,7 +73,7 @@ template <class N>
 constexpr std::size_t widest_element() {
   if constexpr (is_leaf_v<N>) return sizeof(typename N::value_type);
   else if constexpr (requires { N::args; })
-    return []<class... C>(std::tuple<C...>*) {
+    return []<class... C>(tenfold::detail::tuple<C...>*) {
       std::size_t w = 1;
       ((w = w > widest_element<C>() ? w : widest_element<C>()), ...);
       return w;
@@ -168,9 +168,9 @@ template <class Args, unsigned Varying, bool InSlot>
 constexpr int first_child_finding() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     int r = -1;
-    ((r < 0 && finds_row_leaf<std::tuple_element_t<I, Args>, Varying, InSlot>() ? (r = int(I)) : 0), ...);
+    ((r < 0 && finds_row_leaf<tenfold::detail::tuple_element_t<I, Args>, Varying, InSlot>() ? (r = int(I)) : 0), ...);
     return r;
-  }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+  }(std::make_index_sequence<tenfold::detail::tuple_size_v<Args>>{});
 }
 template <class N, unsigned Varying, bool InSlot>
 constexpr bool finds_row_leaf() {
@@ -201,7 +201,7 @@ __device__ __forceinline__ auto cached_row(const N& n, const index_t* idx) {
   } else if constexpr (is_map_node_v<N>) {
     using Args = decltype(N::args);
     constexpr int i = first_child_finding<Args, Varying, InSlot>();
-    return cached_row<std::tuple_element_t<i, Args>, Varying, InSlot>(std::get<i>(n.args), idx);
+    return cached_row<tenfold::detail::tuple_element_t<i, Args>, Varying, InSlot>(tenfold::detail::get<i>(n.args), idx);
   } else {
     return static_cast<const typename N::value_type*>(n.data() + N::offset_of(idx));
   }
@@ -239,11 +239,11 @@ __device__ __forceinline__ lanes<compute_t<typename N::value_type>, Tl::vector> 
                                                                                                    std::index_sequence<I...>) {
   using Args = decltype(N::args);
   using C = compute_t<typename N::value_type>;
-  const std::tuple in{vector_row_value<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl, Ch>(std::get<I>(n.args), idx,
-                                                                                                                             j, slots, cache)...};
+  const auto in = tenfold::detail::make_tuple(vector_row_value<tenfold::detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl, Ch>(tenfold::detail::get<I>(n.args), idx,
+                                                                                                                             j, slots, cache)...);
   lanes<C, Tl::vector> r;
 #pragma unroll
-  for (int k = 0; k < Tl::vector; ++k) r.v[k] = C(N::op_type::template apply<typename N::value_type>(std::get<I>(in).v[k]...));
+  for (int k = 0; k < Tl::vector; ++k) r.v[k] = C(N::op_type::template apply<typename N::value_type>(tenfold::detail::get<I>(in).v[k]...));
   return r;
 }
 
@@ -259,7 +259,7 @@ __device__ __forceinline__ lanes<compute_t<typename N::value_type>, Tl::vector> 
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = s;
   } else if constexpr (is_map_node_v<N>) {
-    r = vector_map_value<N, Varying, Base, Tl, Ch>(n, idx, j, slots, cache, std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+    r = vector_map_value<N, Varying, Base, Tl, Ch>(n, idx, j, slots, cache, std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
   } else if constexpr (is_scalar_node_v<N>) {
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = n.value;
@@ -314,7 +314,7 @@ template <class N, unsigned Varying, int Base, class Tl, class Sh, class G, clas
 __device__ __forceinline__ void vector_compute_map_slots(const N& n, const index_t* idx, slot* slots, const G& g, const Cache& cache,
                                                          bool share, std::index_sequence<I...>) {
   using Args = decltype(N::args);
-  (vector_compute_slots<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl, Sh>(std::get<I>(n.args), idx, slots, g,
+  (vector_compute_slots<tenfold::detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Tl, Sh>(tenfold::detail::get<I>(n.args), idx, slots, g,
                                                                                                                cache, share),
    ...);
 }
@@ -340,7 +340,7 @@ __device__ __forceinline__ void vector_compute_slots(const N& n, const index_t* 
     slots[s].put(static_cast<compute_t<typename Rd::value_type>>(Rd::op_type::finalize(acc, Rd::count)));
   } else if constexpr (is_map_node_v<N>) {
     vector_compute_map_slots<N, Varying, Base, Tl, Sh>(n, idx, slots, g, cache, share,
-                                                       std::make_index_sequence<std::tuple_size_v<decltype(N::args)>>{});
+                                                       std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
   }
 }
 

@@ -25,7 +25,7 @@ constexpr bool costly() {
                 is_leaf_operand_node_v<N>)
     return true;
   else if constexpr (requires { N::args; })
-    return []<class... C>(std::tuple<C...>*) { return (false || ... || costly<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (false || ... || costly<C>()); }(static_cast<decltype(N::args)*>(nullptr));
   else if constexpr (requires { N::arg; }) return costly<std::remove_cvref_t<decltype(N::arg)>>();
   else return false;
 }

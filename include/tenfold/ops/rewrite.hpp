@@ -83,8 +83,8 @@ struct rewrite_rule {
   static constexpr bool applies = square || same_type();
   template <class... Y>
   static auto apply(Y&&... y) {
-    if constexpr (square) return make_map_plain<ops::square>(std::get<0>(std::forward_as_tuple(std::forward<Y>(y)...)));
-    else return as_node(std::get<kept>(std::forward_as_tuple(std::forward<Y>(y)...)));
+    if constexpr (square) return make_map_plain<ops::square>(detail::get<0>(detail::forward_as_tuple(std::forward<Y>(y)...)));
+    else return as_node(detail::get<kept>(detail::forward_as_tuple(std::forward<Y>(y)...)));
   }
 };
 
@@ -121,7 +121,7 @@ template <class X, class M, auto Mask>
 struct rewrite_rule<ops::sub, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>,
                     map_node<ops::log, reduce_node<ops::sum, map_node<ops::exp, map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>>, Mask, true>>> {
   using S = map_node<ops::sub, X, view_node<M, reduce_node<ops::max, X, Mask, true>>>;
-  static auto build(const S& s) { return online_log_softmax<mask_holder<Mask>>(std::get<0>(s.args)); }
+  static auto build(const S& s) { return online_log_softmax<mask_holder<Mask>>(detail::get<0>(s.args)); }
   static constexpr bool applies = std::is_same_v<typename decltype(build(std::declval<const S&>()))::value_type, typename S::value_type>;
   template <class A, class B>
   static auto apply(A&& s, B&&) {

@@ -111,8 +111,8 @@ struct probe {
       std::declval<typename probe<detail::children_t<N>>::type>()));
 };
 template <class... C>
-struct probe<std::tuple<C...>> {
-  using type = std::tuple<typename probe<C>::type...>;
+struct probe<detail::tuple<C...>> {
+  using type = detail::tuple<typename probe<C>::type...>;
 };
 template <class T, class S, auto St, index_t O, class H>
 struct probe<detail::leaf<T, S, St, O, H>> {

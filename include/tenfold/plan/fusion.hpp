@@ -41,7 +41,7 @@ template <class N>
 constexpr int epilogue_matmuls() {
   if constexpr (is_gemm_driven_v<N>) return 1;
   else if constexpr (detail::is_map_node_v<N>)
-    return []<class... C>(std::tuple<C...>*) { return (0 + ... + epilogue_matmuls<C>()); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (0 + ... + epilogue_matmuls<C>()); }(static_cast<decltype(N::args)*>(nullptr));
   else return 0;
 }
 // An elementwise root over exactly one GEMM-driven node of its own shape: the GEMM drives, the root is its epilogue.

@@ -34,7 +34,7 @@ struct update_t {
 };
 template <class... S>
 struct sequence_t {
-  std::tuple<S...> statements;
+  detail::tuple<S...> statements;
 };
 template <class E>
 inline constexpr bool is_sequence_v = false;

@@ -52,7 +52,7 @@ constexpr int slot_count() {
     using Rd = typename N::child_type;
     return slot_count<typename Rd::child_type, mask_bits<Rd>()>() + 1;
   } else if constexpr (detail::is_map_node_v<N>) {
-    return []<class... C>(std::tuple<C...>*) { return (0 + ... + slot_count<C, Varying>()); }(static_cast<decltype(N::args)*>(nullptr));
+    return []<class... C>(detail::tuple<C...>*) { return (0 + ... + slot_count<C, Varying>()); }(static_cast<decltype(N::args)*>(nullptr));
   } else {
     return 0; // the other kinds hold no slot: the walk takes reductions out of views and pads
   }
@@ -62,7 +62,7 @@ constexpr int slot_count() {
 template <class Args, unsigned Varying, std::size_t I>
 constexpr int child_base() {
   return []<std::size_t... J>(std::index_sequence<J...>) {
-    return (0 + ... + slot_count<std::tuple_element_t<J, Args>, Varying>());
+    return (0 + ... + slot_count<detail::tuple_element_t<J, Args>, Varying>());
   }(std::make_index_sequence<I>{});
 }
 
@@ -91,9 +91,9 @@ constexpr int first_of() {
     using Args = decltype(N::args);
     return []<std::size_t... I>(std::index_sequence<I...>) {
       int r = -1;
-      ((r = r >= 0 ? r : first_of<std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Rd>()), ...);
+      ((r = r >= 0 ? r : first_of<detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>(), Rd>()), ...);
       return r;
-    }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+    }(std::make_index_sequence<detail::tuple_size_v<Args>>{});
   } else {
     return -1;
   }
@@ -122,8 +122,8 @@ constexpr void describe(const index_t* idx, info* out) {
   } else if constexpr (detail::is_map_node_v<N>) {
     using Args = decltype(N::args);
     [idx, out]<std::size_t... I>(std::index_sequence<I...>) {
-      (describe<Root, RootVarying, std::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(idx, out), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+      (describe<Root, RootVarying, detail::tuple_element_t<I, Args>, Varying, Base + child_base<Args, Varying, I>()>(idx, out), ...);
+    }(std::make_index_sequence<detail::tuple_size_v<Args>>{});
   }
 }
 } // namespace slots

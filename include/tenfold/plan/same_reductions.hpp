@@ -68,12 +68,12 @@ struct reductions;
 template <class N, class Children>
 struct reductions_of_children;
 template <class N>
-struct reductions_of_children<N, std::tuple<>> {
+struct reductions_of_children<N, detail::tuple<>> {
   using type = list<>;
 };
 template <class N, class C0, class... C>
-struct reductions_of_children<N, std::tuple<C0, C...>> {
-  using type = typename join<typename reductions<C0>::type, typename reductions_of_children<N, std::tuple<C...>>::type>::type;
+struct reductions_of_children<N, detail::tuple<C0, C...>> {
+  using type = typename join<typename reductions<C0>::type, typename reductions_of_children<N, detail::tuple<C...>>::type>::type;
 };
 template <class N>
 struct reductions {

@@ -89,7 +89,7 @@ constexpr auto each(B& be) {
 // order in which buffers are taken), then n rebuilt over the results.
 template <class N, class F>
 constexpr auto rebuild(N&& n, F f) {
-  auto c = detail::unpack([&](auto&&... c) { return std::tuple<decltype(f(std::forward<decltype(c)>(c)))...>{f(std::forward<decltype(c)>(c))...}; },
+  auto c = detail::unpack([&](auto&&... c) { return detail::tuple<decltype(f(std::forward<decltype(c)>(c)))...>{f(std::forward<decltype(c)>(c))...}; },
                       detail::children(std::forward<N>(n)));
   return n.with_children(std::move(c)); // reads only n's own data (a scale, a pad value), not its children
 }
