@@ -216,3 +216,35 @@ TEST_CASE("step-2 slices and flips at odd lengths", "[core][views]") {
   check_step2_and_flip<double, 17>();
   check_step2_and_flip<double, 31>();
 }
+
+// The tuple that holds a node's children (core/tuple.hpp): elements by value and by reference, each
+// reached as the tuple is (lvalue, const, rvalue), and unpacked the same way.
+TEST_CASE("detail::tuple: elements, references and value categories", "[core]") {
+  using detail::get;
+  int x = 3;
+  std::string s = "kept";
+  detail::tuple<int, std::string> t{1, "two"};
+  CHECK(get<0>(t) == 1);
+  CHECK(get<1>(t) == "two");
+  STATIC_REQUIRE(std::is_same_v<decltype(get<1>(t)), std::string&>);
+  STATIC_REQUIRE(std::is_same_v<decltype(get<1>(std::as_const(t))), const std::string&>);
+  STATIC_REQUIRE(std::is_same_v<decltype(get<1>(std::move(t))), std::string&&>);
+  STATIC_REQUIRE(std::is_same_v<detail::tuple_element_t<1, decltype(t)>, std::string>);
+  STATIC_REQUIRE(detail::tuple_size_v<decltype(t)> == 2);
+
+  auto r = detail::forward_as_tuple(x, std::move(s));
+  STATIC_REQUIRE(std::is_same_v<decltype(r), detail::tuple<int&, std::string&&>>);
+  get<0>(r) = 4; // writes through to x
+  CHECK(x == 4);
+  // An rvalue tuple hands its elements on as rvalues: the string moves out once, into `moved`.
+  const std::string moved = detail::unpack([](int& a, std::string&& b) { return std::to_string(a) + std::move(b); }, std::move(r));
+  CHECK(moved == "4kept");
+  CHECK(detail::unpack([](const auto&... v) { return (0 + ... + v); }, detail::make_tuple(1, 2, 3)) == 6);
+  CHECK(detail::unpack([](auto... v) { return sizeof...(v); }, detail::tuple<>{}) == 0);
+
+  auto [a, b] = t; // structured bindings, through std::tuple_size and std::tuple_element
+  CHECK(a == 1);
+  CHECK(b == "two");
+  detail::tuple<detail::tuple<int>> nested{detail::tuple<int>{7}};
+  CHECK(get<0>(get<0>(nested)) == 7);
+}
