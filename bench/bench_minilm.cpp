@@ -19,8 +19,9 @@ template <index_t B, index_t S>
 void run(const minilm::model& m, int reps) {
   auto ids = std::make_unique<Tensor<std::int32_t, shape<B, S>>>();
   auto mask = std::make_unique<Tensor<float, shape<B, S>>>(full<float, shape<B, S>>(1.0f));
+  const Tensor<std::int32_t, shape<B>> lens = full<std::int32_t, shape<B>>(std::int32_t(S));
   for (index_t i = 0; i < B * S; ++i) ids->data()[i] = std::int32_t(1000 + (i * 37) % 20000); // as minilm_peers.py
-  using E = decltype(m.forward<B, S>(*ids, *mask));
+  using E = decltype(m.forward<B, S>(*ids, *mask, lens));
   constexpr index_t bytes = eval_arena_bytes<Tensor<float, shape<B, minilm::width>>, E>;
   const std::unique_ptr<std::byte[], void (*)(std::byte*)> arena(
       static_cast<std::byte*>(::operator new[](std::size_t(bytes), std::align_val_t(64))),
@@ -29,7 +30,7 @@ void run(const minilm::model& m, int reps) {
   std::vector<double> ms;
   for (int r = -3; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    eval(e, m.forward<B, S>(*ids, *mask), std::span<std::byte>(arena.get(), std::size_t(bytes)));
+    eval(e, m.forward<B, S>(*ids, *mask, lens), std::span<std::byte>(arena.get(), std::size_t(bytes)));
     if (r >= 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());

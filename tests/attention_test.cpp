@@ -317,3 +317,61 @@ TEST_CASE("attention: first_keys(n) reads the first n keys alone (a KV cache fil
   CHECK_THROWS_WITH(attention(q1, k, v, first_keys(151)), Catch::Contains("first_keys(151), but k and v hold 150 keys"));
   CHECK_THROWS_WITH(attention(q1, k, v, causal, first_keys(-1)), Catch::Contains("first_keys(-1)"));
 }
+
+// Sentences padded to one length: key_lengths(lens) has batch element b read its first lens[b] keys
+// alone (the padding is never read: NaN there would show), lengths across a block of keys, 1 and 0 (no
+// key: the rows are 0); a length outside [0, Sk] is an error, when built and when evaluated.
+TEST_CASE("attention: key_lengths(lens) reads each batch element's first lens[b] keys", "[attention]") {
+  constexpr index_t B = 4, H = 3, Sq = 150, Sk = 150, D = 24, Dv = 20;
+  Tensor<float, shape<B, H, Sq, D>> q;
+  Tensor<float, shape<B, H, Sk, D>> k;
+  Tensor<float, shape<B, H, Sk, Dv>> v;
+  fill(q, 61, 2), fill(k, 62, 2), fill(v, 63);
+  Tensor<std::int32_t, shape<B>> lens{150, 129, 1, 0};
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h)
+      for (index_t j = lens(b); j < Sk; ++j) {
+        for (index_t d = 0; d < D; ++d) k(b, h, j, d) = std::numeric_limits<float>::quiet_NaN();
+        for (index_t e = 0; e < Dv; ++e) v(b, h, j, e) = std::numeric_limits<float>::quiet_NaN();
+      }
+  Tensor<float, shape<B, H, Sq, Dv>> y = attention(q, k, v, key_lengths(lens));
+  double worst = 0;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h) {
+      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
+      auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
+      auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
+      reference(qa, ka, va, cmp, Sq, lens(b), D, Dv, false, 1 / std::sqrt(ld(D)));
+    }
+  INFO("worst error " << worst);
+  CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
+  for (index_t i = 0; i < Sq; ++i) CHECK(y(3, 1, i, 7) == 0.0f); // no key: 0
+  // the node's `at` (the portable path) reads the same keys
+  const auto node = attention(q, k, v, key_lengths(lens));
+  const index_t idx[4] = {1, 2, 140, 5};
+  CHECK(node.at(idx) == Approx(y(1, 2, 140, 5)).margin(1e-5));
+  // a fused consumer, and a broadcast k and v (one set of keys, each sentence its own prefix of it)
+  Tensor<float, shape<1, 1, Sk, D>> k1;
+  Tensor<float, shape<1, 1, Sk, Dv>> v1;
+  fill(k1, 64, 2), fill(v1, 65);
+  Tensor<float, shape<B, H, Sq, Dv>> y1 = attention(q, k1, v1, key_lengths(lens)) * 2.0f;
+  // (the packed K and V are those of one batch element: the next with other lengths repacks them)
+  double worst1 = 0;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h) {
+      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k1(0, 0, j, d); };
+      auto va = [&](index_t j, index_t e) { return v1(0, 0, j, e); };
+      auto cmp = [&](index_t i, index_t e, ld r) { worst1 = std::max(worst1, double(std::fabs(ld(y1(b, h, i, e)) - 2 * r))); };
+      reference(qa, ka, va, cmp, Sq, lens(b), D, Dv, false, 1 / std::sqrt(ld(D)));
+    }
+  INFO("broadcast k and v: worst error " << worst1);
+  CHECK(worst1 <= 32 * std::numeric_limits<float>::epsilon());
+  lens(2) = 151;
+  CHECK_THROWS_WITH(attention(q, k, v, key_lengths(lens)), Catch::Contains("key_lengths[2] is 151, but k and v hold 150 keys"));
+  lens(2) = 1;
+  const auto later = attention(q, k, v, key_lengths(lens));
+  lens(0) = -1; // changed after the expression was built: the evaluation checks again
+  CHECK_THROWS_WITH(y = later, Catch::Contains("key_lengths[0] is -1"));
+}

@@ -3,8 +3,9 @@
 // members named as in the Hugging Face checkpoint (each(): load_parameters fills them by those names),
 // and sentence embeddings as one expression per batch shape — the embeddings' sum and layer_norm in
 // one nest, the six layers a chain, then mean pooling over the attention mask and L2 normalisation,
-// as sentence-transformers' Pooling and Normalize modules do. Padding is masked: a padded key gets the
-// score bias float's lowest (Hugging Face's choice), so it carries no weight in any row's softmax.
+// as sentence-transformers' Pooling and Normalize modules do. Padding is masked: sentence b's attention
+// reads only its first lens[b] keys (attention's key_lengths, the flash kernel: no score matrix), so a
+// padded key carries no weight in any row (Hugging Face adds float's lowest to its score: weight 0 too).
 #include <array>
 #include <cmath>
 #include <limits>
@@ -43,9 +44,9 @@ struct layer {
     f("output.LayerNorm.weight", ln2_g), f("output.LayerNorm.bias", ln2_b);
   }
 
-  // Post-norm BERT layer over h [B, S, width]; bias [B, 1, 1, S] is 0 for tokens, lowest for padding.
-  template <index_t B, index_t S, class H, class Bias>
-  auto forward(const H& h, const Bias& bias) const {
+  // Post-norm BERT layer over h [B, S, width]; sentence b has lens[b] tokens, then padding.
+  template <index_t B, index_t S, class H>
+  auto forward(const H& h, const tenfold::Tensor<std::int32_t, tenfold::shape<B>>& lens) const {
     using namespace tenfold;
     // [B, S, width] -> [B, heads, S, head_dim]: views, folded into the GEMMs' strides.
     auto split = [](const auto& t) { return permute<0, 2, 1, 3>(reshape<B, S, heads, head_dim>(t)); };
@@ -53,9 +54,8 @@ struct layer {
       auto q = split(linear(x, wq, bq));
       auto k = split(linear(x, wk, bk));
       auto v = split(linear(x, wv, bv));
-      const float scale = 1.0f / std::sqrt(float(head_dim));
-      auto p = softmax(matmul(q, swapaxes<2, 3>(k)) * scale + bias, axis<-1>);
-      auto context = reshape<B, S, width>(permute<0, 2, 1, 3>(matmul(p, v)));
+      // softmax(q kᵀ / √head_dim) v over each sentence's own tokens
+      auto context = reshape<B, S, width>(permute<0, 2, 1, 3>(attention(q, k, v, key_lengths(lens))));
       return let(layer_norm(linear(context, wo, bo) + x, ln1_g, ln1_b, ln_eps), [&](const auto& a) {
         return layer_norm(linear(gelu(linear(a, w1, b1)), w2, b2) + a, ln2_g, ln2_b, ln_eps);
       });
@@ -81,17 +81,17 @@ struct model {
   // What the checkpoint holds besides: the unused pooler, and the position ids 0..511 (implied here).
   static tenfold::io::load_options load_options() { return {.ignore = {"pooler.*", "embeddings.position_ids"}}; }
 
-  // Unit-length sentence embeddings [B, width] of token ids [B, S] (every row starting with [CLS];
-  // padding after [SEP] has mask 0), token type 0 throughout.
+  // Unit-length sentence embeddings [B, width] of token ids [B, S] (every row starting with [CLS]):
+  // sentence b has lens[b] tokens, then padding; mask [B, S] says the same as numbers (mask[b, j] is 1
+  // for j < lens[b], else 0: the mean pooling's weights). Token type 0 throughout.
   template <index_t B, index_t S>
-  auto forward(const tenfold::Tensor<std::int32_t, tenfold::shape<B, S>>& ids,
-               const tenfold::Tensor<float, tenfold::shape<B, S>>& mask) const {
+  auto forward(const tenfold::Tensor<std::int32_t, tenfold::shape<B, S>>& ids, const tenfold::Tensor<float, tenfold::shape<B, S>>& mask,
+               const tenfold::Tensor<std::int32_t, tenfold::shape<B>>& lens) const {
     using namespace tenfold;
     static_assert(S <= max_positions, "minilm: at most 512 tokens");
-    auto bias = reshape<B, 1, 1, S>((mask - 1.0f) * -std::numeric_limits<float>::lowest());
     auto x = layer_norm(embedding(word, ids) + slice<range<0, S>, whole>(position) + slice<range<0, 1>, whole>(token_type),
                         ln_g, ln_b, ln_eps);
-    auto h = chain<layers>(x, [this, bias](index_t i, const auto& t) { return encoder[i].template forward<B, S>(t, bias); });
+    auto h = chain<layers>(x, [this, &lens](index_t i, const auto& t) { return encoder[i].template forward<B, S>(t, lens); });
     auto m = reshape<B, S, 1>(mask);
     auto pooled = sum(h * m, axis<1>) / maximum(sum(m, axis<1>), 1e-9f);
     return let(pooled, [](const auto& e) { return e / maximum(norm(e, axis<1>, keepdims), 1e-12f); });

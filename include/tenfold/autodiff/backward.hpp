@@ -657,6 +657,8 @@ auto gradient(const N& n, const G& g) {
     if (n.keys != N::Sk)
       throw error("tenfold::value_and_grad: attention over first_keys(" + std::to_string(n.keys) + ") of " + std::to_string(N::Sk) +
                   " keys has no derivative (differentiate attention over all the keys k holds)");
+    if (n.lengths)
+      throw error("tenfold::value_and_grad: attention with key_lengths has no derivative (differentiate attention over all the keys k holds)");
     const auto& q = detail::get<0>(n.args);
     const auto& k = detail::get<1>(n.args);
     const auto& v = detail::get<2>(n.args);

@@ -13,9 +13,14 @@
 // first_keys(n) reads only the first n keys of k and v, n known at run time (0 <= n <= Sk): the KV-cache
 // case, where k and v are the cache (its capacity static) and n the positions filled so far. Everything
 // then behaves as if Sk were n, the causal alignment included (query i sees keys j <= i + (n - Sq)).
+// key_lengths(lens) does the same per element of the output's first axis: element b reads its first
+// lens[b] keys (sentences of different lengths padded to one static length: the padding is never read).
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 
+#include "tenfold/core/error.hpp"
 #include "tenfold/core/expr.hpp"
 #include "tenfold/core/leaf_operand_node.hpp"
 #include "tenfold/core/matmul_node.hpp"
@@ -29,9 +34,24 @@ struct first_keys_t {
   index_t n;
 };
 constexpr first_keys_t first_keys(index_t n) { return {n}; }
+// attention(q, k, v, key_lengths(lens)): lens [B], B the output's first extent; batch element b
+// reads only its first lens[b] keys. The lengths are read when the expression is evaluated (the tensor
+// must live until then, as an operand must).
+template <index_t B>
+struct key_lengths_t {
+  const std::int32_t* lengths;
+};
 } // namespace tenfold
 
 namespace tenfold::detail {
+// Each of key_lengths' values in [0, Sk]: a tenfold::error naming the first that is not.
+inline void check_key_lengths(const std::int32_t* lengths, index_t batch, index_t keys) {
+  for (index_t b = 0; b < batch; ++b)
+    if (lengths[b] < 0 || lengths[b] > keys)
+      throw error("tenfold::attention: key_lengths[" + std::to_string(b) + "] is " + std::to_string(lengths[b]) + ", but k and v hold " +
+                  std::to_string(keys) + " keys");
+}
+
 
 // The shapes appear in the compiler's note as this template's arguments.
 template <class Q, class K, class V>
@@ -69,14 +89,23 @@ struct attention_node : node_tag {
                            Sk = CK::shape_type::dims[CK::rank - 2], Dv = CV::shape_type::dims[CV::rank - 1];
   detail::tuple<CQ, CK, CV> args;
   double scale = 0;
-  index_t keys = Sk; // the keys read: the first `keys` of k and v (first_keys)
+  index_t keys = Sk;                     // the keys read: the first `keys` of k and v (first_keys)
+  const std::int32_t* lengths = nullptr; // or per element b of the output's first axis (key_lengths)
 
-  // Keys a query sees: j < visible(i). 0 for the rows a causal mask hides entirely.
-  TENFOLD_HD constexpr index_t visible(index_t i) const {
-    if constexpr (!Causal) return keys;
+  // The keys batch element b reads (b: the output's first index). Clamped to [0, keys], so a length
+  // changed after it was checked can never read past k and v (the CPU evaluator checks it again).
+  TENFOLD_HD constexpr index_t keys_of(index_t b) const {
+    if (!lengths) return keys;
+    const index_t n = lengths[b];
+    return n < 0 ? 0 : n > keys ? keys : n;
+  }
+  // Keys query i sees, of the nk its batch element reads: j < visible(i, nk). 0 for the rows a causal
+  // mask hides entirely.
+  TENFOLD_HD static constexpr index_t visible(index_t i, index_t nk) {
+    if constexpr (!Causal) return nk;
     else {
-      const index_t n = i + 1 + (keys - Sq);
-      return n < 0 ? 0 : n > keys ? keys : n;
+      const index_t n = i + 1 + (nk - Sq);
+      return n < 0 ? 0 : n > nk ? nk : n;
     }
   }
 
@@ -90,13 +119,13 @@ struct attention_node : node_tag {
 
   template <class... C>
   constexpr auto with_children(detail::tuple<C...>&& ops) const {
-    return attention_node<C..., Causal>{{}, std::move(ops), scale, keys};
+    return attention_node<C..., Causal>{{}, std::move(ops), scale, keys, lengths};
   }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
     using A = compute_t<value_type>;
     index_t iq[CQ::rank], ik[CK::rank], iv[CV::rank];
-    const index_t i = out[rank - 2], e = out[rank - 1], n = visible(i);
+    const index_t i = out[rank - 2], e = out[rank - 1], n = visible(i, keys_of(out[0]));
     // One pass with a running maximum m, normaliser l and weighted sum o (online softmax). A key
     // scored -inf has weight 0; a query with no key of finite score gives 0, as a fully masked one.
     A m = A(0), l = A(0), o = A(0);

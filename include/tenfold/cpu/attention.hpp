@@ -50,6 +50,7 @@ class attention_workspace {
   // Which K and V the packed buffers hold: the evaluation they were packed for and their addresses.
   std::uint64_t call = 0;
   const void *k_at = nullptr, *v_at = nullptr;
+  index_t keys = 0; // the keys packed
   static attention_workspace& local() {
     [[maybe_unused]] static const bool registered = (register_scratch([] { local().grow_to_largest(); }), true);
     static thread_local attention_workspace w;
@@ -170,7 +171,9 @@ void run_attention(const Dst& dst, const N& n) {
     const LK& kl = detail::get<1>(n.args);
     const LV& vl = detail::get<2>(n.args);
     const T scale = static_cast<T>(n.scale);
-    const index_t keys = n.keys; // the keys read (first_keys), <= Sk
+    // key_lengths were checked when the node was built; checked again here, as the tensor may have
+    // changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
+    if (n.lengths) detail::check_key_lengths(n.lengths, S::dims[0], n.keys);
     const std::uint64_t call = ++attention_calls;
     const auto& tiles = attention_tiles<T>;
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
@@ -182,16 +185,17 @@ void run_attention(const Dst& dst, const N& n) {
       const auto qm = batch_matrix<LQ, R>(ql, idx.data());
       const auto km = batch_matrix<LK, R>(kl, idx.data());
       const auto vm = batch_matrix<LV, R>(vl, idx.data());
+      const index_t keys = n.keys_of(idx[0]); // the keys this batch element reads (first_keys, key_lengths)
       T* kt = ws.kt.get(D * ldk);
       T* vp = ws.v.get(Sk * ldv);
-      if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p) {
+      if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p || ws.keys != keys) {
         // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
         // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
         // columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the micro-kernel's
         // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
         pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, keys, kt);
         pack_b<T>(vm, 0, keys, 0, Dv, vp);
-        ws.call = call, ws.k_at = km.p, ws.v_at = vm.p;
+        ws.call = call, ws.k_at = km.p, ws.v_at = vm.p, ws.keys = keys;
       }
       const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
       T* qs = ws.q.get(Br * D);
@@ -205,16 +209,16 @@ void run_attention(const Dst& dst, const N& n) {
         for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
         m[r] = neg_inf, l[r] = T(0);
       }
-      const index_t kend = n.visible(i0 + br - 1); // keys any row of the block sees
+      const index_t kend = n.visible(i0 + br - 1, keys); // keys any row of the block sees
       for (index_t c0 = 0; c0 < kend; c0 += Bc) {
         // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
         for (index_t r0 = 0; r0 < br; r0 += MR) {
           const index_t rows = std::min(MR, br - r0);
-          const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1) - c0, 0, Bc);
+          const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys) - c0, 0, Bc);
           for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
           for (index_t r = r0; r < r0 + rows; ++r) {
             const bool first = l[r] == T(0); // O is still 0: no rescale needed
-            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r) - c0), kc, m[r], l[r]);
+            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys) - c0), kc, m[r], l[r]);
             if (alpha != T(1) && !first)
               for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
           }
