@@ -2,7 +2,7 @@
 // bench/minilm_peers.py): token ids -> unit-length sentence embeddings, batch 1 x 16 and 1 x 128 tokens
 // (latency) and 32 x 128 (throughput), every token real, every buffer in one arena planned at compile
 // time (nothing allocated per run). Prints median and minimum milliseconds after warm-up, the arena's
-// bytes and the weights' bytes.
+// bytes and the weights' bytes, and the process's peak resident memory after loading and after the runs.
 //   tenfold_bench_minilm [MODEL_DIR]   (default: models/all-MiniLM-L6-v2 under the source tree)
 #include <algorithm>
 #include <chrono>
@@ -11,9 +11,17 @@
 #include <new>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "../examples/minilm/bert.hpp"
 
 using namespace tenfold;
+
+static long peak_rss_kib() { // ru_maxrss: KiB on Linux
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
 
 template <index_t B, index_t S>
 void run(const minilm::model& m, int reps) {
@@ -51,7 +59,9 @@ int main(int argc, char** argv) {
   std::size_t weights = 0;
   m->each([&](std::string_view, const auto& t) { weights += sizeof(float) * std::size_t(t.size()); });
   std::printf("tenfold, weights %zu bytes\n", weights);
+  const long loaded = peak_rss_kib();
   run<1, 16>(*m, 200);
   run<1, 128>(*m, 50);
   run<32, 128>(*m, 5);
+  std::printf("tenfold     peak RSS %ld KiB (after loading the model: %ld KiB)\n", peak_rss_kib(), loaded);
 }

@@ -19,10 +19,14 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $threads threads" | tee -a "$out" >&2
 TENFOLD_NUM_THREADS=$threads "$build/bench/tenfold_bench_minilm" | tee -a "$out" >&2
-OMP_NUM_THREADS=$threads "$python" "$root/bench/minilm_peers.py" --threads "$threads" 2>/dev/null | tee -a "$out" >&2
+# Each peer in a process of its own, so that each peak resident memory is that peer's alone.
+for peer in pytorch onnxruntime; do
+  OMP_NUM_THREADS=$threads "$python" "$root/bench/minilm_peers.py" --threads "$threads" --peer $peer 2>/dev/null | tee -a "$out" >&2
+done
 awk '
   /^CPU:/ { cpu = $0 }
   $1 ~ /^(tenfold|pytorch|onnxruntime)$/ && $2 ~ /^B=/ { ms[$1, $2 " " $3] = $5; sizes[$2 " " $3] = 1 }
+  $1 ~ /^(tenfold|pytorch|onnxruntime)$/ && $2 == "peak" { rss[$1] = $4; loaded[$1] = $10 }
   END {
     print cpu "\n"
     print "| batch x tokens | tenfold ms | PyTorch ms | ONNX Runtime ms | vs PyTorch | vs ONNX Runtime |"
@@ -33,4 +37,8 @@ awk '
       label = k; gsub(/B=/, "", label); gsub(/ S=/, " x ", label)
       printf "| %s | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n", label, t, p, o, (t > 0 ? p / t : 0), (t > 0 ? o / t : 0)
     }
+    print "\n| peak resident memory (MiB) | tenfold | PyTorch | ONNX Runtime |"
+    print "|---|---|---|---|"
+    printf "| after loading the model | %.0f | %.0f | %.0f |\n", loaded["tenfold"] / 1024, loaded["pytorch"] / 1024, loaded["onnxruntime"] / 1024
+    printf "| after all the runs | %.0f | %.0f | %.0f |\n", rss["tenfold"] / 1024, rss["pytorch"] / 1024, rss["onnxruntime"] / 1024
   }' "$out"
