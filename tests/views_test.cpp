@@ -121,6 +121,45 @@ TEST_CASE("reshape of a contiguous operand is a leaf; of a transposed one it is 
   STATIC_REQUIRE(detail::is_leaf_v<decltype(reshape<3, 2, 2>(flip<1>(a)))>);
 }
 
+// A reshape the walk cannot fold into strides, over a source whose innermost axis is contiguous, is
+// read in runs of that axis (cpu/reshaped_rows.hpp): whole vectors inside a run, lane by lane across two.
+// Each result against the index arithmetic written out, for runs longer than a vector, shorter, not a
+// multiple of one, under permutes that keep the last axis, fused with arithmetic, f64 and int.
+TEST_CASE("reshape of a strided tensor: merged heads, flipped halves, runs of every length", "[views]") {
+  // attention's heads merged back: [B, H, T, D] -> [B, T, H, D] -> [B*T, H*D]
+  Tensor<float, shape<3, 4, 20, 32>> x = iota<float, shape<3, 4, 20, 32>>();
+  using M = decltype(reshape<60, 128>(permute<0, 2, 1, 3>(x)));
+  STATIC_REQUIRE(cpu::reshaped_leaf<M>());
+  Tensor<float, shape<60, 128>> merged = reshape<60, 128>(permute<0, 2, 1, 3>(x));
+  for_each_index<shape<60, 128>>([&](auto i) {
+    CHECK(get(merged, i) == x(i[0] / 20, i[1] / 32, i[0] % 20, i[1] % 32));
+  });
+  // RoPE's rotate_half: the last axis as [2, D/2], the halves exchanged, read back as [..., D]; under a
+  // permute of the other axes, and times a tensor
+  Tensor<float, shape<2, 5, 48>> y = iota<float, shape<2, 5, 48>>();
+  Tensor<float, shape<5, 2, 48>> w = iota<float, shape<5, 2, 48>>(1.0f);
+  const auto half = permute<1, 0, 2>(reshape<2, 5, 48>(flip<2>(reshape<2, 5, 2, 24>(y))));
+  STATIC_REQUIRE(cpu::reshaped_leaf<std::remove_cvref_t<decltype(half)>>());
+  Tensor<float, shape<5, 2, 48>> r = half * w + 1.0f;
+  for_each_index<shape<5, 2, 48>>([&](auto i) {
+    const index_t e = i[2] < 24 ? i[2] + 24 : i[2] - 24;
+    CHECK(get(r, i) == y(i[1], i[0], e) * get(w, i) + 1.0f);
+  });
+  // runs of 5 and of 3 (every vector straddles), f64 and int
+  Tensor<double, shape<4, 6, 5>> a = iota<double, shape<4, 6, 5>>();
+  Tensor<double, shape<6, 20>> ra = reshape<6, 20>(permute<1, 0, 2>(a));
+  for_each_index<shape<6, 20>>([&](auto i) { CHECK(get(ra, i) == a(i[1] / 5, i[0], i[1] % 5)); });
+  Tensor<std::int32_t, shape<7, 2, 3>> b = iota<std::int32_t, shape<7, 2, 3>>();
+  Tensor<std::int32_t, shape<2, 21>> rb = reshape<2, 21>(permute<1, 0, 2>(b)) * 3;
+  for_each_index<shape<2, 21>>([&](auto i) { CHECK(get(rb, i) == 3 * b(i[1] / 3, i[0], i[1] % 3)); });
+  // large enough for the threaded path
+  Tensor<float, shape<8, 16, 64, 24>> big = iota<float, shape<8, 16, 64, 24>>();
+  Tensor<float, shape<512, 384>> rbig = reshape<512, 384>(permute<0, 2, 1, 3>(big));
+  for_each_index<shape<512, 384>>([&](auto i) {
+    if (get(rbig, i) != big(i[0] / 64, i[1] / 24, i[0] % 64, i[1] % 24)) FAIL("merged heads differ at " << i[0] << ", " << i[1]);
+  });
+}
+
 // ---- permute, transpose, swapaxes ------------------------------------------------------------------
 TEST_CASE("permute, transpose and swapaxes", "[views]") {
   const auto a = iota<float, shape<2, 3, 4>>();

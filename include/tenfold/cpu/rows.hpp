@@ -41,6 +41,11 @@ template <class L, class N>
 auto make_padded_row(const N& n, const index_t* idx);
 template <class L, class N>
 auto make_window_row(const N& n, const index_t* idx);
+// A reshape of a strided tensor, read in runs of its innermost axis (cpu/reshaped_rows.hpp).
+template <class N>
+consteval bool reshaped_leaf();
+template <int K, class L, class N>
+auto make_reshaped_leaf_row(const N& n, const index_t* idx);
 
 // ---- which suffix of axes can be walked as one flat run --------------------------------------------
 // kind of a leaf's access over axes [k, R): 0 = broadcast (all strides 0), 1 = contiguous row-major.
@@ -318,6 +323,8 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
         n.args);
   } else if constexpr (K == N::rank - 1 && padded_view<N>()) {
     return make_padded_row<L>(n, idx);
+  } else if constexpr (reshaped_leaf<N>()) {
+    return make_reshaped_leaf_row<K, L>(n, idx);
   } else {
     generic_row<N, K, L> r{&n, {}};
     for (int i = 0; i < K; ++i) r.idx[i] = idx[i];
@@ -366,4 +373,5 @@ TENFOLD_INLINE void store_run_scalar(const leaf_row<T, L, Stride>& dst, const Ro
 
 } // namespace tenfold::cpu
 
+#include "tenfold/cpu/reshaped_rows.hpp"
 #include "tenfold/cpu/window_rows.hpp"
