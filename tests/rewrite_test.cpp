@@ -1,5 +1,6 @@
 // Compile-time rewrites: the expression types are checked with std::is_same, the values against the
 // unrewritten arithmetic.
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <vector>
@@ -237,6 +238,42 @@ void check_other_tensors_sum() {
 TEST_CASE("a row sum over another tensor of the same type is not taken for the tail's own values", "[rewrite]") {
   check_other_tensors_sum<6, 1000>();
   check_other_tensors_sum<720, 3001>(); // streamed output: whole rows per thread
+}
+
+// The tee must be taken, not only be right: E is computed once per element. An exp that counts its
+// calls (elements, by the vector or one by one) sees rows x cols of them with the tee, twice that
+// without. (The tee once compared the two subtrees byte by byte, padding included, and was silently
+// off wherever the nodes were built on the stack: softmax ran at half its speed with correct values.)
+namespace {
+std::atomic<long> counted_exp_elements{0};
+struct counted_exp : ops::unary<counted_exp, ops::category::floating> {
+  static constexpr std::string_view name = "counted_exp";
+  template <class T> TENFOLD_HD static T scalar(T x) {
+    counted_exp_elements.fetch_add(1, std::memory_order_relaxed);
+    return std::exp(x);
+  }
+  template <class B> static B simd(const B& x) {
+    counted_exp_elements.fetch_add(long(B::size), std::memory_order_relaxed);
+    return ops::exp::simd(x);
+  }
+};
+template <index_t Rows, index_t Cols>
+void check_tee_taken() {
+  using S = shape<Rows, Cols>;
+  rng g(36);
+  Tensor<float, S> x = normal<S>(g, 0.0f, 3.0f), y;
+  auto e = [&] { return apply<counted_exp>(x - max(x, axis<1>, keepdims)); };
+  counted_exp_elements = 0;
+  y = e() / sum(e(), axis<1>, keepdims);
+  CHECK(counted_exp_elements.load() == Rows * Cols);
+  double s = 0;
+  for (index_t j = 0; j < Cols; ++j) s += y(Rows - 1, j);
+  CHECK(s == Approx(1.0).epsilon(1e-5));
+}
+} // namespace
+TEST_CASE("the tee computes the row's values once", "[rewrite]") {
+  check_tee_taken<6, 1003>();  // a row at a time
+  check_tee_taken<720, 3001>(); // streamed output: whole rows per thread, pipelined
 }
 
 // A row's reductions are remembered while the row is evaluated (cpu/row_memo.hpp): two subtrees that

@@ -5,10 +5,9 @@
 // the row is still in L1/L2. Recognised from the types alone: op(E, f(broadcast(reduce(E) over the last
 // axis))) with f the identity or one unary op, E not a plain tensor. Values are bitwise those of the
 // two-pass evaluation (same E, same reduction order, same tail).
-#include <cstring>
-
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/core/unpack.hpp"
+#include "tenfold/plan/same_reductions.hpp"
 
 namespace tenfold::cpu {
 
@@ -134,8 +133,9 @@ constexpr bool tee_fusable() {
 
 // The types say that the tail reads the very values the reduction reduces, but two tensors of one type
 // say so too (exp(a) / sum(exp(b)) with a and b alike): the two subtrees must also hold the same
-// operands. Nodes are plain aggregates of pointers and numbers, so equal bytes mean the same values
-// (unequal padding only sends a row down the ordinary path).
+// operands, compared child by child (plan::same::same_data): a byte compare of the whole subtree also
+// compared the padding between children, which differs from node to node where nodes are built on the
+// stack, and silently turned the tee off (softmax at half its speed, found by profiling).
 template <class N>
 bool tee_same_values(const N& n) {
   using C = detail::tuple_element_t<1, decltype(N::args)>;
@@ -147,7 +147,7 @@ bool tee_same_values(const N& n) {
   const auto& e = detail::get<0>(n.args);
   const auto& reduced = v->arg.arg;
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(reduced)>, std::remove_cvref_t<decltype(e)>>);
-  return std::memcmp(static_cast<const void*>(&e), static_cast<const void*>(&reduced), sizeof(e)) == 0;
+  return plan::same::same_data(e, reduced);
 }
 
 // The tail of a row whose reduction is done: dst[j] = op(E[j], r), E read back from where the tee
