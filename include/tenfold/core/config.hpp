@@ -10,8 +10,10 @@
 
 #if defined(_MSC_VER)
 #define TENFOLD_INLINE inline __forceinline
+#define TENFOLD_INLINE_LAMBDA
 #else
 #define TENFOLD_INLINE inline __attribute__((always_inline))
+#define TENFOLD_INLINE_LAMBDA __attribute__((always_inline)) // after a lambda's parameter list
 #endif
 
 namespace tenfold {

@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenfold/core/config.hpp"
+
 namespace tenfold::detail {
 
 template <std::size_t I, class T>
@@ -72,17 +74,18 @@ inline constexpr std::size_t tuple_size_v = tuple_size<std::remove_cvref_t<Tup>>
 template <std::size_t I, class Tup>
 using tuple_element_t = typename decltype(leaf_type<I>(std::declval<const Tup&>()))::type;
 
-// f(elements...): the elements as the tuple is (lvalue, const lvalue, rvalue).
+// f(elements...): the elements as the tuple is (lvalue, const lvalue, rvalue). Always inlined, like the
+// row loads that go through it: a call here in a SIMD loop costs more than the op it forwards to.
 template <class F, std::size_t... I, class... T>
-constexpr decltype(auto) unpack(F&& f, tuple_impl<std::index_sequence<I...>, T...>& t) {
+TENFOLD_INLINE constexpr decltype(auto) unpack(F&& f, tuple_impl<std::index_sequence<I...>, T...>& t) {
   return std::forward<F>(f)(static_cast<tuple_leaf<I, T>&>(t).value...);
 }
 template <class F, std::size_t... I, class... T>
-constexpr decltype(auto) unpack(F&& f, const tuple_impl<std::index_sequence<I...>, T...>& t) {
+TENFOLD_INLINE constexpr decltype(auto) unpack(F&& f, const tuple_impl<std::index_sequence<I...>, T...>& t) {
   return std::forward<F>(f)(static_cast<const tuple_leaf<I, T>&>(t).value...);
 }
 template <class F, std::size_t... I, class... T>
-constexpr decltype(auto) unpack(F&& f, tuple_impl<std::index_sequence<I...>, T...>&& t) {
+TENFOLD_INLINE constexpr decltype(auto) unpack(F&& f, tuple_impl<std::index_sequence<I...>, T...>&& t) {
   return std::forward<F>(f)(static_cast<T&&>(static_cast<tuple_leaf<I, T>&>(t).value)...);
 }
 
