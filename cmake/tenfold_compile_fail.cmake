@@ -21,7 +21,7 @@ function(tenfold_compile_fail name source regex)
   # The library's include directories (its own, xsimd's) and Hana's, as -I flags.
   set(compile ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only -fdiagnostics-color=never)
   if(TENFOLD_NATIVE)
-    list(APPEND compile -march=native)
+    list(APPEND compile -march=${TENFOLD_MARCH})
   endif()
   foreach(target tenfold Boost::headers)
     set(dirs "$<TARGET_PROPERTY:${target},INTERFACE_INCLUDE_DIRECTORIES>")

@@ -1,3 +1,6 @@
+include(${CMAKE_CURRENT_LIST_DIR}/tenfold_machine.cmake)
+tenfold_detect_machine()
+
 # Flags shared by the project's own executables (tests, examples, benchmarks). The library itself
 # imposes nothing but C++20: users choose their ISA.
 function(tenfold_target_defaults target)
@@ -6,7 +9,9 @@ function(tenfold_target_defaults target)
   # them to it). -Wno-unused-parameter is for the tests' and examples' own code.
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   if(TENFOLD_NATIVE)
-    target_compile_options(${target} PRIVATE -march=native)
+    target_compile_options(${target} PRIVATE -march=${TENFOLD_MARCH})
+    # This machine's caches and cores: the key of the tuned tables (cmake/tenfold_machine.cmake).
+    target_compile_definitions(${target} PRIVATE ${TENFOLD_MACHINE_DEFINITIONS})
   endif()
   if(TENFOLD_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)

@@ -34,6 +34,13 @@ struct encoder_block {
     w_2 = normal<shape<D, F>>(g, 0.0f, sf), b_2 = uniform<shape<D>>(g, -0.1f, 0.1f);
   }
   auto parameters() const { return std::tie(ln1_g, ln1_b, ln2_g, ln2_b, w_qkv, b_qkv, w_o, b_o, w_1, b_1, w_2, b_2); }
+  // The name map for io::load_parameters / io::save_parameters (bench/transformer_block_peers.py reads it).
+  template <class Visit>
+  void each(Visit&& f) {
+    f("ln1.weight", ln1_g), f("ln1.bias", ln1_b), f("ln2.weight", ln2_g), f("ln2.bias", ln2_b);
+    f("qkv.weight", w_qkv), f("qkv.bias", b_qkv), f("out.weight", w_o), f("out.bias", b_o);
+    f("fc1.weight", w_1), f("fc1.bias", b_1), f("fc2.weight", w_2), f("fc2.bias", b_2);
+  }
 
   // Multi-head self-attention of h [S, D]: softmax(q kᵀ / √d) v per head, heads joined, projected.
   template <class X>

@@ -60,48 +60,48 @@ bool matches_reference(const operand<EA>& a, const operand<EB>& b, const T* c, i
 
 // C = A B through gemm_range, with the destination's rows padded by `pad` sentinels that must survive.
 template <class T, class EA, class EB>
-std::vector<T> run_direct(const operand<EA>& a, const operand<EB>& b, index_t parts, index_t pad) {
+std::vector<T> run_direct(const operand<EA>& a, const operand<EB>& b, index_t parts, index_t pad, const cpu::gemm_config& cfg) {
   const index_t M = a.rows, K = a.cols, N = b.cols, ldc = N + pad;
   std::vector<T> c(std::size_t(M * ldc + 1), T(-12345));
   for (index_t p = 0; p < parts; ++p) {
-    const auto r = cpu::gemm_split<T>(M, N, p, parts);
-    gemm_range<T>(a.ref(), b.ref(), M, K, r, cpu::gemm_direct_out<T>{c.data(), ldc});
+    const auto r = cpu::gemm_split<T>(M, N, p, parts, cfg.split);
+    gemm_range<T>(a.ref(), b.ref(), M, K, r, cpu::gemm_direct_out<T>{c.data(), ldc}, cfg);
   }
   return c;
 }
 
 // The same through the epilogue path: scratch blocks handed to a store callback.
 template <class T, class EA, class EB>
-std::vector<T> run_epilogue(const operand<EA>& a, const operand<EB>& b) {
+std::vector<T> run_epilogue(const operand<EA>& a, const operand<EB>& b, const cpu::gemm_config& cfg) {
   const index_t M = a.rows, K = a.cols, N = b.cols;
   std::vector<T> c(std::size_t(M * N + 1), T(-12345));
   auto store = [&](const T* blk, index_t ldb, index_t i0, index_t mc, index_t j0, index_t nc) {
     for (index_t i = 0; i < mc; ++i) std::memcpy(&c[(i0 + i) * N + j0], blk + i * ldb, sizeof(T) * nc);
   };
-  gemm_range<T>(a.ref(), b.ref(), M, K, {0, M, 0, N}, cpu::gemm_epilogue_out<decltype(store)>{store});
+  gemm_range<T>(a.ref(), b.ref(), M, K, {0, M, 0, N}, cpu::gemm_epilogue_out<decltype(store)>{store}, cfg);
   return c;
 }
 
 template <class T, class E = T>
-void check_shape(index_t M, index_t K, index_t N) {
+void check_shape(index_t M, index_t K, index_t N, const cpu::gemm_config& cfg = {}) {
   for (int trans = 0; trans < 4; ++trans) {
     const operand<E> a(M, K, trans & 1, 100 + M + K), b(K, N, trans & 2, 200 + K + N);
     INFO("M=" << M << " K=" << K << " N=" << N << " A" << (trans & 1 ? "^T" : "") << " B" << (trans & 2 ? "^T" : ""));
     const index_t pad = 3;
-    const auto c = run_direct<T>(a, b, 1, pad);
+    const auto c = run_direct<T>(a, b, 1, pad, cfg);
     REQUIRE(matches_reference<T>(a, b, c.data(), N + pad));
     bool pad_intact = c.back() == T(-12345);
     for (index_t i = 0; i < M; ++i)
       for (index_t j = N; j < N + pad; ++j) pad_intact = pad_intact && c[i * (N + pad) + j] == T(-12345);
     CHECK(pad_intact);
     // The epilogue path and any split into parts give the same bits: a thread count never changes a result.
-    const auto e = run_epilogue<T>(a, b);
+    const auto e = run_epilogue<T>(a, b, cfg);
     bool same = true;
     for (index_t i = 0; i < M; ++i)
       for (index_t j = 0; j < N; ++j) same = same && e[i * N + j] == c[i * (N + pad) + j];
     CHECK(same);
     for (index_t parts : {2, 3}) {
-      const auto s = run_direct<T>(a, b, parts, pad);
+      const auto s = run_direct<T>(a, b, parts, pad, cfg);
       CHECK(std::memcmp(s.data(), c.data(), sizeof(T) * c.size()) == 0);
     }
   }
@@ -124,14 +124,58 @@ TEST_CASE("gemm: run-time shapes with 1s, primes and block edges, every transpos
 }
 
 TEST_CASE("gemm: several MC, NC and KC blocks; B read in place for few rows", "[gemm]") {
-  using Bk = cpu::gemm_blocking<float>;
-  check_shape<float>(Bk::MC + 9, Bk::KC + 5, Bk::NC + 27);
-  check_shape<float>(3, 2 * Bk::KC_in_place + 1, Bk::NC + 40); // in place, past one slice and NC
-  check_shape<float>(Bk::MR_in_place, 100, 77);                // the largest in-place range
-  check_shape<float>(Bk::MR_in_place + 1, 100, 77);            // the smallest packed one
+  constexpr cpu::gemm_config d{};
+  constexpr index_t MC = d.mc_panels * cpu::gemm_tile<float>::MR, NC = d.nc_panels * cpu::gemm_tile<float>::NR;
+  constexpr index_t in_place = cpu::gemm_in_place_rows<float>;
+  check_shape<float>(MC + 9, d.kc + 5, NC + 27);
+  check_shape<float>(3, 2 * d.kc_in_place + 1, NC + 40); // in place, past one slice and NC
+  check_shape<float>(in_place, 100, 77);                 // the largest in-place range
+  check_shape<float>(in_place + 1, 100, 77);             // the smallest packed one
   // one row through a row-major B (gemm_one_row): blocks of 8 vectors, single vectors, a scalar tail
   check_shape<float>(1, 70, 8 * 16 * 2 + 3 * 16 + 5);
   check_shape<float>(1, 33, 8 * 8 + 8 + 3); // (8-lane vectors)
+}
+
+// Every configuration tools/tune may choose must give the reference result: tiny blocks put every
+// boundary inside small shapes, and forced split axes cut C the other way.
+TEST_CASE("gemm: configurations the tuner may choose (blocking, k slices, split axis)", "[gemm][tune]") {
+  using cpu::gemm_config, cpu::gemm_split_axis;
+  const gemm_config tiny{.kc = 7, .mc_panels = 1, .nc_panels = 1, .kc_in_place = 3, .parts_per_thread = 1};
+  const gemm_config wide{.kc = 512, .mc_panels = 48, .nc_panels = gemm_config::max_nc_panels, .kc_in_place = 128};
+  const gemm_config by_rows{.split = gemm_split_axis::rows}, by_columns{.split = gemm_split_axis::columns};
+  for (const gemm_config& cfg : {tiny, wide, by_rows, by_columns}) {
+    INFO("kc " << cfg.kc << ", mc_panels " << cfg.mc_panels << ", nc_panels " << cfg.nc_panels << ", split " << int(cfg.split));
+    check_shape<float>(3, 20, 70, cfg);  // in place
+    check_shape<float>(45, 33, 97, cfg); // packed, several blocks of each kind at `tiny`
+    check_shape<double>(31, 19, 41, cfg);
+  }
+  // Out-of-range values are clamped, never read past a buffer: nc_panels above the convolution's row buffer.
+  check_shape<float>(20, 10, 40, gemm_config{.kc = 0, .mc_panels = 0, .nc_panels = 1000, .kc_in_place = 0});
+}
+
+// The tuned table: every entry usable, and a lookup that falls back to the defaults.
+TEST_CASE("gemm: the tuned table's entries and the lookup", "[gemm][tune]") {
+  using cpu::gemm_shape_class;
+  for (const auto& e : tuned::gemm_cpu) {
+    INFO(e.machine.isa << " " << e.machine.l1d_kib << " KiB L1d, " << e.machine.l2_kib << " KiB L2, " << e.machine.cores << " cores, " << cpu::name_of(e.shape));
+    CHECK(e.config.kc >= 1);
+    CHECK(e.config.kc_in_place >= 1);
+    CHECK(e.config.mc_panels >= 1);
+    CHECK((e.config.nc_panels >= 1 && e.config.nc_panels <= cpu::gemm_config::max_nc_panels));
+    CHECK(e.config.parts_per_thread >= 1);
+    CHECK(e.machine.cores >= 1);
+    int same_key = 0;
+    for (const auto& f : tuned::gemm_cpu) same_key += f.machine == e.machine && f.shape == e.shape;
+    CHECK(same_key == 1);
+  }
+  STATIC_REQUIRE(cpu::gemm_shape_class_of(16, 4096, 4096) == gemm_shape_class::few_rows);
+  STATIC_REQUIRE(cpu::gemm_shape_class_of(17, 64, 64) == gemm_shape_class::small);
+  STATIC_REQUIRE(cpu::gemm_shape_class_of(128, 128, 127) == gemm_shape_class::small);
+  STATIC_REQUIRE(cpu::gemm_shape_class_of(128, 128, 128) == gemm_shape_class::medium);
+  STATIC_REQUIRE(cpu::gemm_shape_class_of(512, 512, 512) == gemm_shape_class::large);
+  STATIC_REQUIRE(cpu::gemm_config_for<double>(512, 512, 512) == cpu::gemm_config{}); // f32 measurements only
+  if (cpu::build_machine.cores == 0) // a build that does not say its machine gets the defaults
+    CHECK(cpu::gemm_config_for<float>(512, 512, 512) == cpu::gemm_config{});
 }
 
 TEST_CASE("gemm: f64 and bf16 inputs with f32 accumulation", "[gemm]") {

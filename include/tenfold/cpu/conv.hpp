@@ -116,13 +116,13 @@ void run_conv(const Dst& dst, const N& root) {
     using L = std::conditional_t<vec, L0, float>;
     using index_array = std::array<index_t, 5>;
     // Threads as run_gemm splits them: whole products per thread when there are enough, else each is cut.
-    constexpr double flops = 2.0 * double(M) * double(NC) * double(K);
-    const index_t threads = flops * double(gemms) < 4e6 ? 1 : thread_pool::instance().size();
-    const index_t parts = gemms >= threads ? 1 : threads * (flops >= 2e8 ? 2 : 1);
+    constexpr gemm_config cfg = gemm_config_for<T>(M, NC, K);
+    const gemm_schedule sched = schedule_gemm(M, NC, K, gemms, false, cfg);
+    const index_t parts = sched.parts;
     auto task = [&](index_t t0, index_t t1) {
       for (index_t t = t0; t < t1; ++t) {
         const index_t b = t / parts, g = b % groups, n = nhwc ? 0 : b / groups;
-        const gemm_part range = gemm_split<T>(M, NC, t % parts, parts);
+        const gemm_part range = gemm_split<T>(M, NC, t % parts, parts, cfg.split);
         auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
           const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0, g * OCg});
           auto run = [&](const index_array& i, index_t lo, index_t hi) {
@@ -150,9 +150,9 @@ void run_conv(const Dst& dst, const N& root) {
           if constexpr (direct) {
             constexpr auto ds = Dst::strides;
             T* c = dst.data() + Dst::offset + (nhwc ? g * OCg * ds[3] : n * ds[0] + g * OCg * ds[1]);
-            gemm_range<T>(a, bm, M, K, range, gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]});
+            gemm_range<T>(a, bm, M, K, range, gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]}, cfg);
           } else {
-            gemm_range<T>(a, bm, M, K, range, gemm_erased_out<T>::of(store));
+            gemm_range<T>(a, bm, M, K, range, gemm_erased_out<T>::of(store), cfg);
           }
         };
         if constexpr (nhwc) {
@@ -166,12 +166,7 @@ void run_conv(const Dst& dst, const N& root) {
         }
       }
     };
-    const index_t tasks = gemms * parts;
-    if (threads == 1) task(0, tasks);
-    else if (parts > threads) {
-      auto one = [&](int t) { task(t, t + 1); };
-      thread_pool::instance().run(int(tasks), one);
-    } else parallel_for(tasks, 1, 1, task);
+    run_gemm_tasks(sched, gemms, task);
   }
 }
 } // namespace tenfold::cpu

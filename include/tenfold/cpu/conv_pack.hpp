@@ -227,7 +227,7 @@ void pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, ind
 // perf: pack was half the time of a 32->64 channel 14x14 layer).
 template <class T, class E>
 void pack_b_conv(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
-  constexpr index_t NR = gemm_tile<T>::NR, max_nc = gemm_blocking<T>::NC;
+  constexpr index_t NR = gemm_tile<T>::NR, max_nc = NR * gemm_config::max_nc_panels;
   const conv_dims& d = *b.d;
   alignas(default_alignment) T row[max_nc];
   const index_t padded = (nc + NR - 1) / NR * NR, s = d.sw;
@@ -275,7 +275,7 @@ template <class T, class E>
 void pack_b(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
   constexpr index_t NR = gemm_tile<T>::NR;
   const conv_dims& d = *b.d;
-  if (!d.transposed && nc <= gemm_blocking<T>::NC) return pack_b_conv<T>(b, k0, kc, j0, nc, out);
+  if (!d.transposed && nc <= NR * gemm_config::max_nc_panels) return pack_b_conv<T>(b, k0, kc, j0, nc, out);
   const index_t OW = d.OW, s = d.sw;
   const index_t padded = (nc + NR - 1) / NR * NR;
   conv_k_walk k(d, k0);

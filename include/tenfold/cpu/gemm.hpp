@@ -10,35 +10,29 @@
 // consumer expression (relu(matmul(x, w) + b) is applied in the store, not in a second pass).
 #include <memory>
 
+#include "tenfold/cpu/gemm_config.hpp"
 #include "tenfold/cpu/gemm_pack.hpp"
 #include "tenfold/cpu/scratch.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
+#include "tenfold/tuned/gemm_cpu.hpp"
 
 namespace tenfold::cpu {
 
-// Cache blocking, sized for the bench machine's caches (48 KiB L1d, 2 MiB L2 per core; bench/RESULTS.md
-// has the measurements). A build for other caches can set TENFOLD_GEMM_KC / _MC_PANELS / _NC_PANELS.
-#ifndef TENFOLD_GEMM_KC
-#define TENFOLD_GEMM_KC 256
-#endif
-#ifndef TENFOLD_GEMM_MC_PANELS
-#define TENFOLD_GEMM_MC_PANELS 24
-#endif
-#ifndef TENFOLD_GEMM_NC_PANELS
-#define TENFOLD_GEMM_NC_PANELS 32
-#endif
+// The configuration for products of this shape on the build's machine: the tuned table's entry where
+// one matches (float only: the table is measured in f32), else the defaults. A constant expression.
 template <class T>
-struct gemm_blocking {
-  using G = gemm_tile<T>;
-  // A KC x NR panel of B plus an MR x KC panel of A fit the 48 KiB L1 with room for C's tile.
-  static constexpr index_t KC = TENFOLD_GEMM_KC;
-  // An MC x KC block of A takes about a sixth of the 2 MiB L2, leaving it for the B block and C.
-  static constexpr index_t MC = G::MR * TENFOLD_GEMM_MC_PANELS;
-  // A KC x NC block of B (1 MiB in f32) is read once per MC block, from L2 or L3.
-  static constexpr index_t NC = G::NR * TENFOLD_GEMM_NC_PANELS;
-  // B read in place (not packed) when a range has at most this many rows, in slices of this many k.
-  static constexpr index_t MR_in_place = 2 * G::MR, KC_in_place = 32;
-};
+constexpr gemm_config gemm_config_for(index_t M, index_t N, index_t K) {
+  if constexpr (std::is_same_v<T, float>) {
+    const gemm_shape_class shape = gemm_shape_class_of(M, N, K);
+    for (const gemm_tuned_entry& e : tuned::gemm_cpu)
+      if (e.machine == build_machine && e.shape == shape) return e.config;
+  }
+  return {};
+}
+
+// Rows up to which B is read in place rather than packed (a few rows through a weight matrix).
+template <class T>
+inline constexpr index_t gemm_in_place_rows = 2 * gemm_tile<T>::MR;
 
 // Per-thread packing and scratch buffers for the GEMM.
 template <class T>
@@ -172,7 +166,7 @@ void gemm_one_row(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, con
 // such as conv's im2col), with contiguous rows, for a product of a few rows.
 template <class T, class OB>
 bool reads_b_in_place(const OB& b, index_t M) {
-  if constexpr (std::is_same_v<OB, matrix_ref<T>>) return b.cs == 1 && M <= gemm_blocking<T>::MR_in_place;
+  if constexpr (std::is_same_v<OB, matrix_ref<T>>) return b.cs == 1 && M <= gemm_in_place_rows<T>;
   else return false;
 }
 
@@ -180,12 +174,15 @@ bool reads_b_in_place(const OB& b, index_t M) {
 // the same order whatever the rectangle, so splitting C over threads never changes a bit. A and B are
 // operands that pack_a / pack_b accept: a strided matrix_ref, or an implicit one (cpu/conv_pack.hpp:
 // im2col read through the window geometry), found by argument-dependent lookup.
+// The blocking comes from `cfg` (cpu/gemm_config.hpp); the same cfg gives the same bits whatever the
+// rectangle.
 template <class T, class OA, class OB, class Out>
-void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part& part, const Out& out) {
+void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part& part, const Out& out, const gemm_config& cfg = {}) {
   const index_t r0 = part.r0, r1 = part.r1, c0 = part.c0, c1 = part.c1;
   using G = gemm_tile<T>;
-  using Bk = gemm_blocking<T>;
   constexpr index_t MR = G::MR, NR = G::NR;
+  const index_t MC = MR * std::max<index_t>(1, cfg.mc_panels);
+  const index_t NC = NR * std::clamp<index_t>(cfg.nc_panels, 1, gemm_config::max_nc_panels);
   auto& ws = gemm_workspace<T>::local();
   const auto& kernels = gemm_kernels<T>;
   // A few rows (the inference case: M = 1..16 tokens through a weight matrix) use each value of B once
@@ -193,13 +190,13 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
   // The choice depends on M, not on the rectangle: it sets the order of the sums.
   if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>) {
-    if (M <= Bk::MR_in_place && a.cs == 1 && b.rs == 1 && b.cs != 0) return gemm_dot_rows<T>(a, b, K, part, out);
+    if (M <= gemm_in_place_rows<T> && a.cs == 1 && b.rs == 1 && b.cs != 0) return gemm_dot_rows<T>(a, b, K, part, out);
     if (M == 1 && b.cs == 1) return gemm_one_row<T>(a, b, K, part, out);
   }
   const bool b_in_place = reads_b_in_place<T>(b, M);
-  const index_t KC = b_in_place ? Bk::KC_in_place : Bk::KC, NC = b_in_place ? c1 - c0 : Bk::NC;
-  for (index_t j0 = c0; j0 < c1; j0 += NC) {
-    const index_t nc = std::min(NC, c1 - j0), np = (nc + NR - 1) / NR * NR;
+  const index_t KC = std::max<index_t>(1, b_in_place ? cfg.kc_in_place : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
+  for (index_t j0 = c0; j0 < c1; j0 += NCr) {
+    const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
     // Scratch C spans every row of the range, so each block is finished before its epilogue runs. Its
     // rows are padded by one vector so that a tile's rows are not all a power of two apart (same cache set).
     const index_t lds = np + G::W;
@@ -210,8 +207,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
       const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
       T* bp = ws.b.get(kc * (np - full));
       pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
-      for (index_t i0 = r0; i0 < r1; i0 += Bk::MC) {
-        const index_t mc = std::min(Bk::MC, r1 - i0);
+      for (index_t i0 = r0; i0 < r1; i0 += MC) {
+        const index_t mc = std::min(MC, r1 - i0);
         T* ap = ws.a.get(mc * kc + G::W); // slack for pack_a's gathers
         pack_a<T>(a, i0, mc, k0, kc, ap);
         index_t ldc;
@@ -235,15 +232,50 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   }
 }
 
-// How one batch element's C is cut into `parts` rectangles (one per thread). Along M when there are
+// How one batch element's C is cut into `parts` rectangles (one per task). Along M when there are
 // rows enough: each thread packs only its own rows of A (the scalar, transposing copy) and all of B (a
 // vector copy, the cheaper one to repeat). Along N for a few rows (the inference case), where B is the
-// big operand and each thread then streams only its half of it.
+// big operand and each thread then streams only its share of it. `axis` may force either.
 template <class T>
-gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts) {
+gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts, gemm_split_axis axis = gemm_split_axis::automatic) {
   constexpr index_t MR = gemm_tile<T>::MR, NR = gemm_tile<T>::NR;
   auto cut = [&](index_t n, index_t unit, index_t p) { return std::min(n, (n * p / parts + unit - 1) / unit * unit); };
-  if (M >= parts * 4 * MR || N < parts * NR) return {cut(M, MR, part), cut(M, MR, part + 1), 0, N};
+  const bool rows = axis == gemm_split_axis::automatic ? (M >= parts * 4 * MR || N < parts * NR) : axis == gemm_split_axis::rows;
+  if (rows) return {cut(M, MR, part), cut(M, MR, part + 1), 0, N};
   return {0, M, cut(N, NR, part), cut(N, NR, part + 1)};
+}
+
+// How `batches` independent M x N x K products are spread over the pool: on the calling thread when
+// small (waking the pool costs more than they take), whole products per thread when there are enough
+// of them, else each one cut into parts (gemm_split). Large products get several parts per thread,
+// handed out one at a time: a thread slowed by other work on its core (a shared machine) then takes
+// fewer parts instead of holding up the result, for one more packing of B per part (~1% at 1024^3).
+// `resident`: a few rows through a large weight, split along N with part i always on thread i, so that
+// each core keeps its share of the weight in its own L2 from one call to the next. run_gemm, the
+// convolutions and tools/tune all schedule through here.
+struct gemm_schedule {
+  index_t threads = 1, parts = 1;
+  bool resident = false;
+};
+inline gemm_schedule schedule_gemm(index_t M, index_t N, index_t K, index_t batches, bool resident, const gemm_config& cfg) {
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  gemm_schedule s;
+  s.resident = resident;
+  s.threads = flops * double(batches) < 4e6 && !resident ? 1 : thread_pool::instance().size();
+  s.parts = batches >= s.threads ? 1 : s.threads * (flops >= 2e8 ? std::max<index_t>(1, cfg.parts_per_thread) : 1);
+  return s;
+}
+// Runs task(t0, t1) over the schedule's batches x parts tasks.
+template <class Task>
+void run_gemm_tasks(const gemm_schedule& s, index_t batches, Task&& task) {
+  const index_t tasks = batches * s.parts;
+  if (s.threads == 1) task(index_t(0), tasks);
+  else if (s.resident && s.parts == s.threads) {
+    auto own = [&](int t) { task(index_t(t), index_t(t) + 1); };
+    thread_pool::instance().run_on_own_threads(own);
+  } else if (s.parts > s.threads) {
+    auto one = [&](int t) { task(index_t(t), index_t(t) + 1); };
+    thread_pool::instance().run(int(tasks), one);
+  } else parallel_for(tasks, 1, 1, task);
 }
 } // namespace tenfold::cpu

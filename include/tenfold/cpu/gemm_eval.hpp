@@ -137,21 +137,17 @@ void run_gemm(const Dst& dst, const N& root) {
     using L0 = typename lane_of<Tail>::type;
     constexpr bool vec = lane_type_v<L0> && simd_ok<Tail, L0>::value;
     using L = std::conditional_t<vec, L0, float>;
-    // Small products run on the calling thread: waking the pool costs more than they take. Except a
-    // few rows through a weight matrix of 64 KiB or more (a decode step's tokens): split along N over
-    // the pool with part i always on thread i, each core keeps its share of the weights in its own
-    // L2 from one call to the next, instead of one core streaming all of them from memory.
-    constexpr double flops = 2.0 * double(M) * double(N_) * double(K);
+    // The blocking and split: tuned for this machine and shape class where the table has them.
+    constexpr gemm_config cfg = gemm_config_for<T>(M, N_, K);
+    // A few rows through a weight matrix of 64 KiB or more (a decode step's tokens) stay on their
+    // threads (schedule_gemm), instead of one core streaming all of the weights from memory.
     constexpr bool small = !fold && use_small_gemm<Mm, T>();
-    constexpr bool resident = !small && batches == 1 && M <= gemm_blocking<T>::MR_in_place &&
+    constexpr bool resident = !small && batches == 1 && M <= gemm_in_place_rows<T> &&
                               double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
-    const index_t threads = flops * double(batches) < 4e6 && !resident ? 1 : thread_pool::instance().size();
+    gemm_schedule sched = schedule_gemm(M, N_, K, batches, resident, cfg);
+    if (small) sched.parts = 1; // the unrolled small kernels take whole products
+    const index_t parts = sched.parts;
     constexpr bool direct = gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
-    // Whole batch elements per thread when there are enough of them; otherwise each one is split.
-    // Twice as many parts as threads for large products, handed out one at a time: a thread slowed by
-    // other work on its core (a shared machine) takes fewer parts instead of holding up the result. It
-    // costs one more packing of B per thread (a vector copy, ~1% at 1024^3).
-    const index_t parts = batches >= threads || small ? 1 : threads * (flops >= 2e8 ? 2 : 1);
     auto task = [&](index_t t0, index_t t1) {
       index_array idx{};
       for (index_t t = t0; t < t1; ++t) {
@@ -159,7 +155,7 @@ void run_gemm(const Dst& dst, const N& root) {
         detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
         const auto a = batch_matrix<typename Mm::a_type, R>(detail::get<0>(mm.args), idx.data());
         const auto bm = batch_matrix<typename Mm::b_type, R>(detail::get<1>(mm.args), idx.data());
-        const gemm_part range = gemm_split<T>(M, N_, t % parts, parts);
+        const gemm_part range = gemm_split<T>(M, N_, t % parts, parts, cfg.split);
         index_t off = Dst::offset;
         for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
         // Stores a finished block of C through the consumer expression (the epilogue).
@@ -194,21 +190,13 @@ void run_gemm(const Dst& dst, const N& root) {
           }
         } else if constexpr (direct) {
           const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
-          gemm_range<T>(a, bm, M, K, range, out);
+          gemm_range<T>(a, bm, M, K, range, out, cfg);
         } else {
-          gemm_range<T>(a, bm, M, K, range, gemm_epilogue_out<decltype(store)>{store});
+          gemm_range<T>(a, bm, M, K, range, gemm_epilogue_out<decltype(store)>{store}, cfg);
         }
       }
     };
-    const index_t tasks = batches * parts;
-    if (threads == 1) task(0, tasks);
-    else if (resident && parts == threads) {
-      auto own = [&](int t) { task(t, t + 1); };
-      thread_pool::instance().run_on_own_threads(own);
-    } else if (parts > threads) {
-      auto one = [&](int t) { task(t, t + 1); };
-      thread_pool::instance().run(int(tasks), one);
-    } else parallel_for(tasks, 1, 1, task);
+    run_gemm_tasks(sched, batches, task);
   }
 }
 } // namespace tenfold::cpu

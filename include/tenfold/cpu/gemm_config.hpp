@@ -1,0 +1,86 @@
+#pragma once
+// How the blocked GEMM (cpu/gemm.hpp) cuts a product, and which machine a tuned choice is for.
+// tools/tune times these choices on the machine it runs on and writes the fastest per shape class into
+// include/tenfold/tuned/gemm_cpu.hpp; cpu/gemm.hpp looks the build's machine up there at compile time
+// and falls back to the defaults below (the heuristics measured on the first bench machine) elsewhere.
+#include <string_view>
+
+#include "tenfold/core/config.hpp"
+
+namespace tenfold::cpu {
+
+// How C is cut into one part per task: along M (each thread packs only its rows of A, all of B), along
+// N (each thread streams only its share of B: a few rows through a large weight), or along M when
+// there are rows enough and else along N.
+enum class gemm_split_axis { automatic, rows, columns };
+
+// The choices that do not change the micro-kernel (its register tile is the ISA's, cpu/gemm_kernels.hpp):
+// run-time values, so that the tuner tries them all in one program. Only kc and kc_in_place change the
+// order of the sums (and so the last bits of C); the others move work between caches and threads.
+struct gemm_config {
+  index_t kc = 256;             // k slice: a KC x NR panel of B and an MR x KC panel of A stay in L1
+  index_t mc_panels = 24;       // MC = MR x mc_panels rows of A packed per block (a sixth of a 2 MiB L2)
+  index_t nc_panels = 32;       // NC = NR x nc_panels columns of B packed per block (at most max_nc_panels)
+  index_t kc_in_place = 32;     // k slice where B is read in place (a few rows: as many rows of B stream)
+  index_t parts_per_thread = 2; // products of 2e8 flops or more: parts handed out one at a time
+  gemm_split_axis split = gemm_split_axis::automatic;
+  static constexpr index_t max_nc_panels = 64; // convolution packs one k-row of NC columns on the stack
+  friend constexpr bool operator==(const gemm_config&, const gemm_config&) = default;
+};
+
+// A tuned choice holds for one class of shapes: few rows (M <= 16, the inference and decode case), and
+// by flops (2 M N K) small (< 2 x 128^3), medium (< 2 x 512^3) and large.
+enum class gemm_shape_class { few_rows, small, medium, large };
+constexpr gemm_shape_class gemm_shape_class_of(index_t M, index_t N, index_t K) {
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  if (M <= 16) return gemm_shape_class::few_rows;
+  if (flops < 2.0 * 128 * 128 * 128) return gemm_shape_class::small;
+  if (flops < 2.0 * 512 * 512 * 512) return gemm_shape_class::medium;
+  return gemm_shape_class::large;
+}
+constexpr std::string_view name_of(gemm_shape_class c) {
+  switch (c) {
+    case gemm_shape_class::few_rows: return "few_rows";
+    case gemm_shape_class::small: return "small";
+    case gemm_shape_class::medium: return "medium";
+    case gemm_shape_class::large: return "large";
+  }
+  return "?";
+}
+
+// The machine a table entry was measured on: the build's ISA, the L1d and L2 of one core, and the
+// number of cores (the pool's default size). The ISA comes from the compiler; the caches and cores from
+// TENFOLD_L1D_KIB, TENFOLD_L2_KIB and TENFOLD_CORES, which the project's CMake sets for a native build
+// (cmake/tenfold_machine.cmake) and a user's build may set by hand. Without them, or with
+// TENFOLD_NO_TUNED_TABLES (the benchmarks' untuned build), no entry matches.
+struct machine_key {
+  std::string_view isa;
+  index_t l1d_kib = 0, l2_kib = 0, cores = 0;
+  friend constexpr bool operator==(const machine_key&, const machine_key&) = default;
+};
+constexpr std::string_view build_isa() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "avx2";
+#elif defined(__SSE2__) || defined(_M_X64)
+  return "sse2";
+#elif defined(__ARM_NEON)
+  return "neon";
+#else
+  return "scalar";
+#endif
+}
+#if defined(TENFOLD_L1D_KIB) && defined(TENFOLD_L2_KIB) && defined(TENFOLD_CORES) && !defined(TENFOLD_NO_TUNED_TABLES)
+inline constexpr machine_key build_machine{build_isa(), TENFOLD_L1D_KIB, TENFOLD_L2_KIB, TENFOLD_CORES};
+#else
+inline constexpr machine_key build_machine{build_isa()};
+#endif
+
+// One row of a tuned table: for float GEMMs of this shape class on this machine, this configuration.
+struct gemm_tuned_entry {
+  machine_key machine;
+  gemm_shape_class shape;
+  gemm_config config;
+};
+} // namespace tenfold::cpu
