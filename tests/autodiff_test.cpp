@@ -289,3 +289,57 @@ TEST_CASE("gradients through var, std (with their corrections) and norm", "[auto
   CHECK(std::fabs(Tensor<double>(loss)() - f()) <= 1e-12 * std::fabs(f()));
   CHECK(worst_error(gw, numeric_gradient(W, f), 1e-6L) <= 1e-7);
 }
+
+// prod's derivative, y / x_i, cannot divide where an element is zero: rows with no zero, one zero and two
+// zeros (where a zero's derivative is the product of the others and everything else is 0), over the last
+// axis, the first axis and all axes, in float and double, against the product of the other elements
+// computed here in long double (no division).
+template <class T>
+void prod_gradient_case() {
+  constexpr index_t n = 4, d = 6;
+  auto x = random_tensor<T, shape<n, d>>(51, 0.5, 1.5);
+  for (index_t j = 0; j < d; ++j) x(0, j) *= (j % 2 ? T(-1) : T(1)); // signs
+  x(1, 2) = 0;                                                    // one zero
+  x(2, 1) = 0, x(2, 4) = 0;                                       // two zeros
+  const auto c = random_tensor<T, shape<n>>(52, 0.5, 2);
+  const auto r = random_tensor<T, shape<d>>(53, 0.5, 2);
+  // L = sum(prod(x, axis 1) * c) + sum(prod(x, axis 0) * r) + prod(x[3]) (the last row has no zero)
+  auto [loss, dx] = value_and_grad(
+      [&](const auto& x_) {
+        return sum(prod(x_, axis<1>) * c) + sum(prod(x_, axis<0>) * r) + prod(slice<range<3, 4>>(x_));
+      },
+      x);
+  const Tensor<T, shape<n, d>> got = dx;
+  std::vector<long double> want(std::size_t(n * d));
+  long double value = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < d; ++j) {
+      long double row_others = 1, col_others = 1;
+      for (index_t k = 0; k < d; ++k)
+        if (k != j) row_others *= (long double)x(i, k);
+      for (index_t k = 0; k < n; ++k)
+        if (k != i) col_others *= (long double)x(k, j);
+      want[std::size_t(i * d + j)] = c(i) * row_others + r(j) * col_others + (i == 3 ? row_others : 0);
+    }
+  for (index_t i = 0; i < n; ++i) {
+    long double p = 1;
+    for (index_t j = 0; j < d; ++j) p *= (long double)x(i, j);
+    value += c(i) * p + (i == 3 ? p : 0);
+  }
+  for (index_t j = 0; j < d; ++j) {
+    long double p = 1;
+    for (index_t i = 0; i < n; ++i) p *= (long double)x(i, j);
+    value += r(j) * p;
+  }
+  const double eps = std::numeric_limits<T>::epsilon();
+  CHECK(std::fabs((long double)Tensor<T>(loss)() - value) <= 16 * eps * std::fabs(value));
+  CHECK(worst_error(got, want, 1e-3L) <= 16 * eps);
+  // where the zeros make a derivative exactly 0, it is exactly 0 (not a tiny or NaN quotient)
+  for (index_t i = 0; i < n * d; ++i)
+    if (want[std::size_t(i)] == 0) CHECK(got.data()[i] == 0);
+}
+
+TEST_CASE("prod's gradient with no zero, one zero and two zeros in a row", "[autodiff]") {
+  prod_gradient_case<float>();
+  prod_gradient_case<double>();
+}

@@ -540,17 +540,20 @@ struct reduction_context {
       if (R::mask[i]) l[n++] = i;
     return l;
   }();
-  template <class E>
-  static auto sum_back(const E& e) {
+  // e reduced by Op over the same axes and broadcast back
+  template <class Op, class E>
+  static auto reduce_back(const E& e) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return detail::expand_to<In>(detail::as_node(tenfold::sum(e, axes<list[I]...>, keepdims)));
+      return detail::expand_to<In>(detail::as_node(tenfold::reduce<Op>(e, axes<list[I]...>, keepdims)));
     }(std::make_index_sequence<std::size_t(reduced)>{});
   }
   template <class E>
+  static auto sum_back(const E& e) {
+    return reduce_back<ops::sum>(e);
+  }
+  template <class E>
   static auto max_back(const E& e) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return detail::expand_to<In>(detail::as_node(tenfold::max(e, axes<list[I]...>, keepdims)));
-    }(std::make_index_sequence<std::size_t(reduced)>{});
+    return reduce_back<ops::max>(e);
   }
 };
 

@@ -73,6 +73,16 @@ struct prod : reduction<prod, reduce_result::wide> {
     for (index_t i = 0; i < n; ++i) p *= x[i];
     return p;
   }
+  // d y / d x_i is the product of the other elements: y / x_i where no element is zero. Where one is, it
+  // gets the product of the others and every other element 0; with two or more zeros, all are 0
+  // (PyTorch's rule). The product of the nonzero elements is taken apart, so no 0 / 0 arises.
+  static auto vjp(const auto& x, [[maybe_unused]] const auto& y, const auto& g, const auto& ctx) {
+    const auto is_zero = call<eq>(x, 0.0);
+    const auto zeros = ctx.sum_back(call<where>(is_zero, 1.0, 0.0));
+    const auto others = ctx.template reduce_back<prod>(call<where>(is_zero, 1.0, x));
+    return g * call<where>(is_zero, call<where>(call<eq>(zeros, 1.0), others, 0.0),
+                           call<where>(call<eq>(zeros, 0.0), others / x, 0.0));
+  }
   static constexpr test_spec test{.lo = 0.5, .hi = 1.5, .ulps = 64};
   static constexpr bench_spec bench{.flops = 1};
 };
