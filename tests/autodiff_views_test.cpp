@@ -248,3 +248,38 @@ TEST_CASE("stack: each operand's gradient is its index along the new axis", "[au
   CHECK(worst_error(ga, want_a) < 1e-6);
   CHECK(worst_error(gb, want_b) < 1e-6);
 }
+
+TEST_CASE("strided slices: g lands on every step-th element, zeros between", "[autodiff][views][slice]") {
+  // x [23, 9]: rows 1, 4, ..., 19 (step 3) and columns 8, 6, 4, 2, 0 (step -2), of a parameter (folded
+  // into its strides) and of a computed value (x * x: a view of a map), then a step-2 slice of a
+  // reshape's axis broadcast over a new one (summed back).
+  const auto x = random_tensor<double, shape<23, 9>>(41);
+  const auto r = random_tensor<double, shape<7, 5>>(42);
+  auto [l0, d0] = value_and_grad([&](const auto& x_) { return sum(slice<range<1, 20, 3>, range<none, none, -2>>(x_) * r); }, x);
+  auto [l1, d1] =
+      value_and_grad([&](const auto& x_) { return sum(slice<range<1, 20, 3>, range<none, none, -2>>(x_ * x_) * r); }, x);
+  const Tensor<double, shape<23, 9>> g0 = d0, g1 = d1;
+  std::vector<ld> want0(23 * 9, 0.0L), want1(23 * 9, 0.0L);
+  for (index_t a = 0; a < 7; ++a)
+    for (index_t b = 0; b < 5; ++b) {
+      const std::size_t at = std::size_t((1 + 3 * a) * 9 + (8 - 2 * b));
+      want0[at] = r(a, b);
+      want1[at] = 2 * ld(x.data()[at]) * r(a, b);
+    }
+  CHECK(worst_error(g0, want0) == 0);
+  CHECK(worst_error(g1, want1) < 1e-15);
+
+  const auto y = random_tensor<float, shape<30>>(43);
+  const auto s = random_tensor<float, shape<4, 3, 5>>(44);
+  auto [l2, d2] = value_and_grad(
+      [&](const auto& y_) { return sum(broadcast_to<shape<4, 3, 5>>(slice<whole, range<0, 10, 2>>(reshape<3, 10>(exp(y_)))) * s); }, y);
+  const Tensor<float, shape<30>> g2 = d2;
+  std::vector<ld> want2(30, 0.0L);
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 5; ++j) {
+      ld t = 0;
+      for (index_t b = 0; b < 4; ++b) t += s(b, i, j);
+      want2[std::size_t(i * 10 + 2 * j)] = t * std::exp(ld(y(i * 10 + 2 * j)));
+    }
+  CHECK(worst_error(g2, want2) < 1e-6);
+}

@@ -100,8 +100,9 @@ struct op_without_derivative {
 // axes merged into one axis; then zeros are padded where the view did not read. That needs each view axis
 // to feed at most one source axis, and each source axis to be fed by a mixed-radix run (coefficients
 // c_1 > c_2 > ... = 1 with c_k = c_{k+1} * extent_{k+1}, as (oh, kh) of a pool whose stride is its
-// kernel): every source element is then read at most once. Overlapping windows and strided slices read
-// differently and are a compile error for now.
+// kernel): every source element is then read at most once. A strided slice's axis (the smallest
+// coefficient of its run, s > 1) is first dilated in g (stride_plan); overlapping windows read some
+// elements twice and are a compile error for now.
 template <int RT, int RG>
 struct linear_read {
   std::array<index_t, RT * RG + 1> coef{}; // [p * RG + a]
@@ -274,13 +275,73 @@ auto sum_axes(X&& g, std::index_sequence<I...>) {
   return tenfold::sum(std::forward<X>(g), axes<P::summed[I]...>, keepdims);
 }
 
+// A view axis that feeds its source axis with a stride s > 1 (a strided slice: the smallest coefficient
+// of its run) reads every s-th element: its gradient is g dilated along that axis (s - 1 zeros between
+// neighbours), which the axis then reads with coefficient ±1. Alone in its run, the axis becomes
+// (m - 1) s + 1 long (it then fits the source whatever the slice's end); under a coarser axis (a
+// reshape's split), m s long, so that the coarser coefficient is still the merged extent. One such axis
+// at a time (scatter_linear recurses).
+template <class G, class To, class Read>
+struct stride_plan {
+  using P = scatter_plan<G, To, Read>;
+  static constexpr int RG = G::rank, RT = To::rank;
+  static constexpr std::array<int, 2> found = [] { // {view axis, source axis}, or -1s
+    for (int p = 0; p < RT; ++p) {
+      const auto r = P::run(p);
+      if (r[RG] > 0 && P::c(p, r[r[RG] - 1]) > 1) return std::array<int, 2>{r[r[RG] - 1], p};
+    }
+    return std::array<int, 2>{-1, -1};
+  }();
+  static constexpr int axis = found[0], source = found[1];
+  static constexpr index_t step = axis < 0 ? 1 : P::c(source, axis), m = axis < 0 ? 1 : G::dims[axis];
+  static constexpr index_t extent = axis < 0 ? 1 : P::run(source)[RG] == 1 ? (m - 1) * step + 1 : m * step;
+  struct dilated_read {
+    static constexpr linear_read<RT, RG> value = [] {
+      auto r = Read::value;
+      index_t& c = r.coef[source * RG + axis];
+      c = c > 0 ? 1 : -1;
+      return r;
+    }();
+  };
+};
+// g with Step - 1 zeros after each element along Axis, cut to Extent ((m - 1) Step + 1 or m Step).
+template <int Axis, index_t Step, index_t Extent, class X>
+auto dilate(X&& g) {
+  using G = detail::shape_of_t<X>;
+  constexpr int R = G::rank;
+  constexpr index_t m = G::dims[Axis];
+  auto spread = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return pad<(int(I) == 2 * (Axis + 1) + 1 ? Step - 1 : 0)...>(unsqueeze<Axis + 1>(std::forward<X>(g)));
+  }(std::make_index_sequence<std::size_t(2 * (R + 1))>{});
+  auto merged = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return reshape<(int(I) == Axis ? m * Step : G::dims[I])...>(std::move(spread));
+  }(std::make_index_sequence<std::size_t(R)>{});
+  if constexpr (Extent == m * Step) return merged;
+  else
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return slice<std::conditional_t<int(I) == Axis, range<0, Extent>, whole>...>(std::move(merged));
+    }(std::make_index_sequence<std::size_t(R)>{});
+}
+
+template <class To, class Read, class X>
+auto scatter_linear_unit(X&& g);
 template <class To, class Read, class X>
 auto scatter_linear(X&& g) {
   using G = detail::shape_of_t<X>;
   using P = scatter_plan<G, To, Read>;
-  static_assert(P::valid(), "tenfold::value_and_grad: this view (a strided slice, overlapping windows) has no "
-                            "adjoint yet: a view's adjoint needs each source element read at most once, in runs "
-                            "(see autodiff/backward.hpp)");
+  using SP = stride_plan<G, To, Read>;
+  if constexpr (!P::valid() && SP::axis >= 0)
+    return scatter_linear<To, typename SP::dilated_read>(dilate<SP::axis, SP::step, SP::extent>(std::forward<X>(g)));
+  else return scatter_linear_unit<To, Read>(std::forward<X>(g));
+}
+
+template <class To, class Read, class X>
+auto scatter_linear_unit(X&& g) {
+  using G = detail::shape_of_t<X>;
+  using P = scatter_plan<G, To, Read>;
+  static_assert(P::valid(), "tenfold::value_and_grad: this view (overlapping windows, a stride inside a merged "
+                            "run) has no adjoint yet: a view's adjoint needs each source element read at most "
+                            "once, in runs (see autodiff/backward.hpp)");
   auto unflipped = [&] {
     if constexpr (P::flip_count == 0) return detail::as_node(std::forward<X>(g));
     else return flip_axes<P>(std::forward<X>(g), std::make_index_sequence<std::size_t(P::flip_count)>{});
