@@ -180,3 +180,107 @@ TEST_CASE("attention: gradient through computed operands, one of them only", "[a
   CHECK(worst_error(gv, chain_v) < 1e-9);
   CHECK(worst_error(gq, chain_q) < 1e-9);
 }
+
+namespace {
+// The backward pass's formulas in long double, at sizes where central differences would take too long:
+// P = softmax(s q kᵀ) (masked), dP = r vᵀ, dS = P ∘ (dP - rowsum(P ∘ dP)), dq = s dS k, dk = s dSᵀ q,
+// dv = Pᵀ r (r: the loss's gradient with respect to the output). Checked against the differences first.
+std::array<std::vector<ld>, 3> analytic(const reference& ref, const std::vector<ld>& q, const std::vector<ld>& k,
+                                        const std::vector<ld>& v, const std::vector<ld>& r) {
+  const auto [Bt, Sq, Sk, D, Dv, masked] = ref;
+  const ld scale = 1 / std::sqrt(ld(D));
+  std::array<std::vector<ld>, 3> out{std::vector<ld>(q.size()), std::vector<ld>(k.size()), std::vector<ld>(v.size())};
+  std::vector<ld> p(static_cast<std::size_t>(Sk)), dp(static_cast<std::size_t>(Sk));
+  for (index_t b = 0; b < Bt; ++b)
+    for (index_t i = 0; i < Sq; ++i) {
+      const index_t n = masked ? std::min(Sk, i + 1 + Sk - Sq) : Sk;
+      ld m = -std::numeric_limits<ld>::infinity(), z = 0, delta = 0;
+      for (index_t j = 0; j < n; ++j) {
+        ld d = 0;
+        for (index_t c = 0; c < D; ++c) d += q[std::size_t((b * Sq + i) * D + c)] * k[std::size_t((b * Sk + j) * D + c)];
+        p[std::size_t(j)] = d * scale, m = std::max(m, d * scale);
+      }
+      for (index_t j = 0; j < n; ++j) p[std::size_t(j)] = std::exp(p[std::size_t(j)] - m), z += p[std::size_t(j)];
+      for (index_t j = 0; j < n; ++j) {
+        p[std::size_t(j)] /= z;
+        ld d = 0;
+        for (index_t e = 0; e < Dv; ++e) d += r[std::size_t((b * Sq + i) * Dv + e)] * v[std::size_t((b * Sk + j) * Dv + e)];
+        dp[std::size_t(j)] = d, delta += p[std::size_t(j)] * d;
+      }
+      for (index_t j = 0; j < n; ++j) {
+        const ld ds = p[std::size_t(j)] * (dp[std::size_t(j)] - delta) * scale;
+        for (index_t c = 0; c < D; ++c) {
+          out[0][std::size_t((b * Sq + i) * D + c)] += ds * k[std::size_t((b * Sk + j) * D + c)];
+          out[1][std::size_t((b * Sk + j) * D + c)] += ds * q[std::size_t((b * Sq + i) * D + c)];
+        }
+        for (index_t e = 0; e < Dv; ++e)
+          out[2][std::size_t((b * Sk + j) * Dv + e)] += p[std::size_t(j)] * r[std::size_t((b * Sq + i) * Dv + e)];
+      }
+    }
+  return out;
+}
+
+// q [2, Sq, D], k [2, Sk, D], v [2, Sk, Dv]: sizes that span several blocks of the kernels' tiles
+// (cpu/attention_backward.hpp) with odd tails, against `analytic`.
+template <class T, bool Causal, index_t Sq, index_t Sk, index_t D, index_t Dv>
+void check_tiled(double tol) {
+  using SQ = shape<2, Sq, D>;
+  using SK = shape<2, Sk, D>;
+  using SV = shape<2, Sk, Dv>;
+  const auto q = random_tensor<T, SQ>(21, 2), k = random_tensor<T, SK>(22, 2);
+  const auto v = random_tensor<T, SV>(23);
+  const auto r = random_tensor<T, shape<2, Sq, Dv>>(24);
+  auto [loss, dq, dk, dv] = value_and_grad(
+      [&](const auto& q_, const auto& k_, const auto& v_) {
+        if constexpr (Causal) return sum(attention(q_, k_, v_, causal) * r);
+        else return sum(attention(q_, k_, v_) * r);
+      },
+      q, k, v);
+  Tensor<T, SQ> gq = dq;
+  Tensor<T, SK> gk = dk;
+  Tensor<T, SV> gv = dv;
+  const auto want = analytic(reference{2, Sq, Sk, D, Dv, Causal}, as_ld(q), as_ld(k), as_ld(v), as_ld(r));
+  CHECK(worst_error(gq, want[0]) < tol);
+  CHECK(worst_error(gk, want[1]) < tol);
+  CHECK(worst_error(gv, want[2]) < tol);
+}
+} // namespace
+
+TEST_CASE("attention: the long-double formulas agree with central differences", "[autodiff][attention]") {
+  for (bool causal_mask : {false, true}) {
+    const reference ref{2, 5, 7, 3, 4, causal_mask};
+    std::mt19937_64 g(31);
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    auto draw = [&](std::size_t n) {
+      std::vector<ld> x(n);
+      for (auto& e : x) e = u(g);
+      return x;
+    };
+    const auto q = draw(2 * 5 * 3), k = draw(2 * 7 * 3), v = draw(2 * 7 * 4), r = draw(2 * 5 * 4);
+    const auto a = analytic(ref, q, k, v, r);
+    for (int which = 0; which < 3; ++which) {
+      const auto fd = ref.gradient(which, q, k, v, r);
+      ld worst = 0;
+      for (std::size_t i = 0; i < fd.size(); ++i) worst = std::max(worst, std::fabs(a[std::size_t(which)][i] - fd[i]));
+      CHECK(double(worst) < 1e-9);
+    }
+  }
+}
+
+TEST_CASE("attention: gradients over many tiles, odd sizes", "[autodiff][attention]") {
+  SECTION("plain, 37 queries, 53 keys, double") { check_tiled<double, false, 37, 53, 19, 21>(1e-12); }
+  SECTION("causal, 150 queries, 300 keys (bottom-right), float") { check_tiled<float, true, 150, 300, 19, 21>(2e-5); }
+  SECTION("causal, 130 queries, 130 keys, double") { check_tiled<double, true, 130, 130, 16, 8>(1e-12); }
+}
+
+TEST_CASE("attention's backward pass holds no score matrix", "[autodiff][attention]") {
+  // 1024 queries and keys, 4 heads: the scores of one head alone would take 4 MiB.
+  using S = shape<4, 1024, 64>;
+  Tensor<float, S> q, k, v, r;
+  auto [loss, dq, dk, dv] = value_and_grad(
+      [&](const auto& q_, const auto& k_, const auto& v_) { return sum(attention(q_, k_, v_, causal) * r); }, q, k, v);
+  constexpr index_t scores = index_t(sizeof(float)) * 1024 * 1024;
+  STATIC_REQUIRE(eval_arena_bytes<Tensor<float, S>, decltype(dq)> < scores);
+  STATIC_REQUIRE(eval_arena_bytes<Tensor<float, S>, decltype(dk)> < scores);
+  STATIC_REQUIRE(eval_arena_bytes<Tensor<float, S>, decltype(dv)> < scores);
+}

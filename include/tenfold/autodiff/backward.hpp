@@ -17,6 +17,7 @@
 #include <tuple>
 #include <utility>
 
+#include "tenfold/core/attention_grad_node.hpp"
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/scatter_node.hpp"
@@ -553,23 +554,6 @@ inline constexpr bool windowed_value = false;
 template <class M, class C>
 inline constexpr bool windowed_value<detail::view_node<M, C>> = requires { M::coef; } && !detail::is_leaf_v<C>;
 
-// ---- attention -----------------------------------------------------------------------------------------
-// o = P v with P = softmax(scale q kᵀ), keys hidden by the causal mask scored -inf. With g = dL/do:
-//   dV = Pᵀ g,  dP = g vᵀ,  dS = P ∘ (dP - rowsum(P ∘ dP)),  dQ = scale dS k,  dK = scale dSᵀ q
-// (rowsum(P ∘ dP) = rowsum(g ∘ o): the output is not needed). P and dS are recomputed into the arena,
-// one Sq x Sk block per batch and head, not kept from the forward pass.
-template <class N, class Q, class K>
-auto attention_probabilities(const Q& q, const K& k, typename N::value_type scale) {
-  auto s = matmul(q, swapaxes<-1, -2>(k)) * scale;
-  if constexpr (!N::causal) return softmax(std::move(s));
-  else {
-    using T = typename N::value_type;
-    // key j is hidden from query i when j > i + (Sk - Sq), as attention_node::visible
-    auto hidden = arange<index_t, N::Sk>() > unsqueeze<-1>(arange<index_t, N::Sq>(N::Sk - N::Sq));
-    return softmax(where(std::move(hidden), -std::numeric_limits<T>::infinity(), std::move(s)));
-  }
-}
-
 // ---- the chain rule ------------------------------------------------------------------------------------
 // The gradient of the target given g, the gradient of the value of n: an expression of the target's
 // shape, or zero.
@@ -662,6 +646,35 @@ auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
   return plus_all(one.template operator()<K>()...);
 }
 
+// ---- attention ---------------------------------------------------------------------------------------------
+// f(x) for an x that several kernels read: x itself where it is memory already (a leaf), else x bound
+// once by a let.
+template <class X, class F>
+auto read_once(const X& x, F&& f) {
+  if constexpr (detail::is_leaf_v<X>) return std::forward<F>(f)(x);
+  else return let(x, std::forward<F>(f));
+}
+
+// Attention n's contribution given g, q, k and v read from memory (gb, qb, kb, vb): the stats of the
+// backward pass bound once, then the gradient of each operand the target depends on, taken on through
+// the operand's own expression.
+template <class Target, class N, class GB, class QB, class KB, class VB>
+auto attention_gradient(const N& n, const GB& gb, const QB& qb, const KB& kb, const VB& vb) {
+  using detail::attention_part;
+  using detail::attention_grad_node;
+  auto stats = attention_grad_node<attention_part::stats, N::causal, QB, KB, VB, GB>{{}, {qb, kb, vb, gb}, n.scale};
+  return let(std::move(stats), [n, gb, qb, kb, vb](const auto& st) {
+    using ST = std::remove_cvref_t<decltype(st)>;
+    const auto through = [&]<attention_part P, std::size_t I>() {
+      const auto& operand = detail::get<I>(n.args);
+      if constexpr (!depends<Target, std::remove_cvref_t<decltype(operand)>>()) return zero{};
+      else return gradient<Target>(operand, attention_grad_node<P, N::causal, QB, KB, VB, GB, ST>{{}, {qb, kb, vb, gb, st}, n.scale});
+    };
+    return plus_all(through.template operator()<attention_part::dq, 0>(), through.template operator()<attention_part::dk, 1>(),
+                    through.template operator()<attention_part::dv, 2>());
+  });
+}
+
 template <class Target, class N, class G>
 auto gradient(const N& n, const G& g) {
   using To = typename Target::shape_type;
@@ -706,7 +719,6 @@ auto gradient(const N& n, const G& g) {
     }();
     return plus(std::move(through_a), std::move(through_b));
   } else if constexpr (detail::is_attention_node_v<N>) {
-    using T = typename N::value_type;
     using CQ = typename N::q_type;
     using CK = typename N::k_type;
     using CV = typename N::v_type;
@@ -723,30 +735,17 @@ auto gradient(const N& n, const G& g) {
                   " keys has no derivative (differentiate attention over all the keys k holds)");
     if (n.lengths)
       throw error("tenfold::value_and_grad: attention with key_lengths has no derivative (differentiate attention over all the keys k holds)");
-    const auto& q = detail::get<0>(n.args);
-    const auto& k = detail::get<1>(n.args);
-    const auto& v = detail::get<2>(n.args);
-    const T s = T(n.scale);
-    return let(attention_probabilities<N>(q, k, s), [q, k, v, g, s](const auto& p) {
-      auto through_v = [&] {
-        if constexpr (!depends<Target, CV>()) return zero{};
-        else return gradient<Target>(v, matmul(swapaxes<-1, -2>(p), g));
-      }();
-      if constexpr (!depends<Target, CQ>() && !depends<Target, CK>()) return through_v;
-      else {
-        auto ds = let(matmul(g, swapaxes<-1, -2>(v)), [p](const auto& dp) { return p * (dp - sum(p * dp, axis<-1>, keepdims)); });
-        return let(std::move(ds), [q, k, s, through_v](const auto& d) {
-          auto through_q = [&] {
-            if constexpr (!depends<Target, CQ>()) return zero{};
-            else return gradient<Target>(q, matmul(d, k) * s);
-          }();
-          auto through_k = [&] {
-            if constexpr (!depends<Target, CK>()) return zero{};
-            else return gradient<Target>(k, matmul(swapaxes<-1, -2>(d), q) * s);
-          }();
-          return plus_all(std::move(through_q), std::move(through_k), through_v);
+    // Flash-style (core/attention_grad_node.hpp): per query row the scores' logsumexp and δ = g·O (one
+    // forward pass), then dq, dk and dv, each recomputing its blocks of scores; no Sq x Sk matrix. g, q,
+    // k and v are read by several of these kernels: each is bound once (a leaf is read in place).
+    return read_once(detail::as_node(g), [n](const auto& gb) {
+      return read_once(detail::get<0>(n.args), [n, gb](const auto& qb) {
+        return read_once(detail::get<1>(n.args), [n, gb, qb](const auto& kb) {
+          return read_once(detail::get<2>(n.args), [n, gb, qb, kb](const auto& vb) {
+            return attention_gradient<Target>(n, gb, qb, kb, vb);
+          });
         });
-      }
+      });
     });
   } else if constexpr (detail::is_conv_node_v<N>) {
     const auto& x = detail::get<0>(n.args);

@@ -143,114 +143,137 @@ T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
   return alpha;
 }
 
+// The tiled forward pass of N (attention_node, or the backward's stats node, which reads the same q, k
+// and v): per task, a block of query rows of one batch element; at its end `finish(idx, i0, br, o, ldo,
+// m, l)` gets the block's unnormalised output rows (o, row stride ldo), their running maxima m of the
+// scaled scores and their sums l (row r of the block is query i0 + r; idx the batch index).
+// N's operands: strided leaves (the planner makes them so).
+template <class N, class Finish>
+void attention_blocks(const N& n, Finish&& finish) {
+  using T = compute_t<typename N::value_type>;
+  constexpr int R = N::rank;
+  using index_array = std::array<index_t, R + 1>;
+  using Bk = attention_blocking<T>;
+  constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
+  constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv;
+  constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
+  using S = typename N::shape_type;
+  constexpr index_t q_blocks = (Sq + Br - 1) / Br, batches = detail::product(S::dims, 0, R - 2);
+  using LQ = typename N::q_type;
+  using LK = typename N::k_type;
+  using LV = typename N::v_type;
+  constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
+  const LQ& ql = detail::get<0>(n.args);
+  const LK& kl = detail::get<1>(n.args);
+  const LV& vl = detail::get<2>(n.args);
+  const T scale = static_cast<T>(n.scale);
+  // key_lengths were checked when the node was built; checked again here, as the tensor may have
+  // changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
+  if (n.lengths) detail::check_key_lengths(n.lengths, S::dims[0], n.keys);
+  const std::uint64_t call = ++attention_calls;
+  const auto& tiles = attention_tiles<T>;
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+
+  auto task = [&](index_t t) {
+    auto& ws = attention_workspace<T>::local();
+    index_array idx{};
+    detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t / q_blocks, idx.data());
+    const auto qm = batch_matrix<LQ, R>(ql, idx.data());
+    const auto km = batch_matrix<LK, R>(kl, idx.data());
+    const auto vm = batch_matrix<LV, R>(vl, idx.data());
+    const index_t keys = n.keys_of(idx[0]); // the keys this batch element reads (first_keys, key_lengths)
+    T* kt = ws.kt.get(D * ldk);
+    T* vp = ws.v.get(Sk * ldv);
+    if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p || ws.keys != keys) {
+      // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
+      // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
+      // columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the micro-kernel's
+      // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
+      pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, keys, kt);
+      pack_b<T>(vm, 0, keys, 0, Dv, vp);
+      ws.call = call, ws.k_at = km.p, ws.v_at = vm.p, ws.keys = keys;
+    }
+    const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
+    T* qs = ws.q.get(Br * D);
+    T* s = ws.s.get(Br * lds);
+    T* o = ws.o.get(Br * ldo);
+    T* m = ws.stats.get(2 * Br);
+    T* l = m + Br;
+    for (index_t r = 0; r < br; ++r) {
+      for (index_t d = 0; d < D; ++d)
+        qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
+      for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
+      m[r] = neg_inf, l[r] = T(0);
+    }
+    const index_t kend = n.visible(i0 + br - 1, keys); // keys any row of the block sees
+    for (index_t c0 = 0; c0 < kend; c0 += Bc) {
+      // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
+      for (index_t r0 = 0; r0 < br; r0 += MR) {
+        const index_t rows = std::min(MR, br - r0);
+        const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys) - c0, 0, Bc);
+        for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
+        for (index_t r = r0; r < r0 + rows; ++r) {
+          const bool first = l[r] == T(0); // O is still 0: no rescale needed
+          const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys) - c0), kc, m[r], l[r]);
+          if (alpha != T(1) && !first)
+            for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
+        }
+        if (kc > 0)
+          for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * keys + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
+      }
+    }
+    finish(idx, i0, br, o, ldo, m, l);
+  };
+
+  constexpr index_t tasks = batches * q_blocks;
+  constexpr double flops = 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches);
+  auto& pool = thread_pool::instance();
+  if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
+    for (index_t t = 0; t < tasks; ++t) task(t);
+  } else {
+    // One task at a time from the pool's counter: causal blocks differ in cost, and a thread slowed
+    // by other work on its core takes fewer. Task indices rise, so a thread repacks K and V only when
+    // it moves to the next batch element.
+    auto one = [&](int t) { task(t); };
+    pool.run(int(tasks), one);
+  }
+}
+
+// The offset of batch element idx (the leading R - 2 indices) in leaf L.
+template <class L, class Idx>
+index_t batch_offset(const Idx& idx) {
+  index_t off = L::offset;
+  for (int i = 0; i + 2 < L::rank; ++i) off += idx[std::size_t(i)] * L::strides[i];
+  return off;
+}
+
 // dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
 template <class Dst, class N>
 void run_attention(const Dst& dst, const N& n) {
   using S = typename N::shape_type;
   using T = compute_t<typename N::value_type>;
   constexpr int R = S::rank;
-  using index_array = std::array<index_t, R + 1>;
   if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     // Integer attention: each element through `at`.
-    index_array idx{};
+    std::array<index_t, R + 1> idx{};
     for (index_t t = 0; t < S::size; ++t) {
       detail::unravel<S>(t, idx.data());
       dst.data()[Dst::offset_of(idx.data())] = static_cast<typename Dst::value_type>(n.at(idx.data()));
     }
   } else {
-    using Bk = attention_blocking<T>;
-    constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
-    constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv;
-    constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
-    constexpr index_t q_blocks = (Sq + Br - 1) / Br, batches = detail::product(S::dims, 0, R - 2);
-    using LQ = typename N::q_type;
-    using LK = typename N::k_type;
-    using LV = typename N::v_type;
-    constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
-    const LQ& ql = detail::get<0>(n.args);
-    const LK& kl = detail::get<1>(n.args);
-    const LV& vl = detail::get<2>(n.args);
-    const T scale = static_cast<T>(n.scale);
-    // key_lengths were checked when the node was built; checked again here, as the tensor may have
-    // changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
-    if (n.lengths) detail::check_key_lengths(n.lengths, S::dims[0], n.keys);
-    const std::uint64_t call = ++attention_calls;
-    const auto& tiles = attention_tiles<T>;
-    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-
-    auto task = [&](index_t t) {
-      auto& ws = attention_workspace<T>::local();
-      index_array idx{};
-      detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t / q_blocks, idx.data());
-      const auto qm = batch_matrix<LQ, R>(ql, idx.data());
-      const auto km = batch_matrix<LK, R>(kl, idx.data());
-      const auto vm = batch_matrix<LV, R>(vl, idx.data());
-      const index_t keys = n.keys_of(idx[0]); // the keys this batch element reads (first_keys, key_lengths)
-      T* kt = ws.kt.get(D * ldk);
-      T* vp = ws.v.get(Sk * ldv);
-      if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p || ws.keys != keys) {
-        // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
-        // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
-        // columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the micro-kernel's
-        // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
-        pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, keys, kt);
-        pack_b<T>(vm, 0, keys, 0, Dv, vp);
-        ws.call = call, ws.k_at = km.p, ws.v_at = vm.p, ws.keys = keys;
-      }
-      const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
-      T* qs = ws.q.get(Br * D);
-      T* s = ws.s.get(Br * lds);
-      T* o = ws.o.get(Br * ldo);
-      T* m = ws.stats.get(2 * Br);
-      T* l = m + Br;
-      for (index_t r = 0; r < br; ++r) {
-        for (index_t d = 0; d < D; ++d)
-          qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
-        for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
-        m[r] = neg_inf, l[r] = T(0);
-      }
-      const index_t kend = n.visible(i0 + br - 1, keys); // keys any row of the block sees
-      for (index_t c0 = 0; c0 < kend; c0 += Bc) {
-        // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
-        for (index_t r0 = 0; r0 < br; r0 += MR) {
-          const index_t rows = std::min(MR, br - r0);
-          const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys) - c0, 0, Bc);
-          for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
-          for (index_t r = r0; r < r0 + rows; ++r) {
-            const bool first = l[r] == T(0); // O is still 0: no rescale needed
-            const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys) - c0), kc, m[r], l[r]);
-            if (alpha != T(1) && !first)
-              for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
-          }
-          if (kc > 0)
-            for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * keys + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
-        }
-      }
+    attention_blocks(n, [&](const auto& idx, index_t i0, index_t br, T* o, index_t ldo, const T*, const T* l) {
       // O / l; a row that saw no key (l = 0) is 0.
-      index_t off = Dst::offset;
-      for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
+      const index_t off = batch_offset<Dst>(idx);
       using E = typename Dst::value_type;
       for (index_t r = 0; r < br; ++r) {
         E* out = dst.data() + off + (i0 + r) * Dst::strides[R - 2];
         T* orow = o + r * ldo;
         const batch<T> lr(l[r] > T(0) ? l[r] : T(1)); // l = 0: O is 0 as well
-        for (index_t e = 0; e < ldv; e += Bk::W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
-        for (index_t e = 0; e < Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
+        constexpr index_t ldv = round_up(N::Dv, attention_blocking<T>::NR), W = attention_blocking<T>::W;
+        for (index_t e = 0; e < ldv; e += W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
+        for (index_t e = 0; e < N::Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
       }
-    };
-
-    constexpr index_t tasks = batches * q_blocks;
-    constexpr double flops = 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches);
-    auto& pool = thread_pool::instance();
-    if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
-      for (index_t t = 0; t < tasks; ++t) task(t);
-    } else {
-      // One task at a time from the pool's counter: causal blocks differ in cost, and a thread slowed
-      // by other work on its core takes fewer. Task indices rise, so a thread repacks K and V only when
-      // it moves to the next batch element.
-      auto one = [&](int t) { task(t); };
-      pool.run(int(tasks), one);
-    }
+    });
   }
 }
 } // namespace tenfold::cpu

@@ -10,6 +10,7 @@
 #include <new>
 #include <span>
 #include "tenfold/cpu/attention.hpp"
+#include "tenfold/cpu/attention_backward.hpp"
 #include "tenfold/cpu/blocks.hpp"
 #include "tenfold/cpu/conv.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
@@ -236,6 +237,7 @@ void run(const Dst& dst, const N& n) {
   // (Roots with kernels of their own before the loop-nest analyses, which know only nest nodes.)
   else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
   else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
+  else if constexpr (detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n);
   else if constexpr (detail::is_scatter_add_node_v<N>) run_scatter_add(dst, n);
   else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
