@@ -15,12 +15,6 @@ function(tenfold_target_defaults target)
   endif()
   if(TENFOLD_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
-    # ASan checks each access with a call into its runtime instead of inline code: the same checks, a
-    # fifth less compile time (ops_reduce_axes_test at -Og, GCC 12: 75 -> 60 s of CPU; ASan's share of it
-    # 22 -> 8 s), for a somewhat slower run. The sanitized build is CI's longest step.
-    target_compile_options(${target} PRIVATE
-      $<$<CXX_COMPILER_ID:GNU>:--param=asan-instrumentation-with-call-threshold=0>
-      $<$<CXX_COMPILER_ID:Clang>:-mllvm -asan-instrumentation-with-call-threshold=0>)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
