@@ -63,8 +63,8 @@ TEST_CASE("generation: cached decoding gives the tokens of recomputing the whole
   rng ga(11), gb(11);
   double worst = 0, largest = 0;
   int steps = 0;
-  // 150 tokens after a prompt of 10: the window moves at 65, 97, 129 and 161 tokens
-  for (int i = 0; i < 150; ++i) {
+  // 90 tokens after a prompt of 10: the window moves at 65 and 97 tokens
+  for (int i = 0; i < 90; ++i) {
     const auto la = cached->next(*p, a);
     const auto lb = full->next(*p, b, false);
     for (std::size_t j = 0; j < la.size(); ++j)
@@ -77,7 +77,7 @@ TEST_CASE("generation: cached decoding gives the tokens of recomputing the whole
   INFO("largest logit " << largest << ", worst difference " << worst);
   CHECK(largest > 1.0); // predictions far from uniform: the comparison means something
   CHECK(worst < 1e-4 * largest);
-  CHECK(steps == 150);
+  CHECK(steps == 90);
   CHECK(std::set<std::int32_t>(a.begin() + 10, a.end()).size() > 5); // not one token repeated
 }
 
