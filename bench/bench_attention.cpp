@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include <tenfold/autodiff/backward.hpp>
 #include <tenfold/tenfold.hpp>
 
 #include "fma_peak.hpp"
@@ -177,6 +178,63 @@ void bm_naive(benchmark::State& st) {
   set_rate(st, flops<BH, S, D>(Causal));
 }
 
+// ---- backward ----
+// The gradient of sum(attention(q, k, v) · r) with respect to x = [q; k; v] ([3, B·H, S, D]), one
+// expression as a training step evaluates it: tenfold's flash-style backward pass (the scores recomputed
+// block by block, core/attention_grad_node.hpp), and at the smallest shape the backward pass autodiff
+// builds from the formula (softmax(q kᵀ · scale + mask) v), which is pathologically slow (see below).
+// "flops": 10·B·H·S²·D per iteration (five S x S x D products: the scores again, dP, dV, dQ and dK; half
+// for causal), as FlashAttention-2 counts its backward pass.
+template <index_t BH, index_t S, index_t D>
+struct grad_operands {
+  tf::Tensor<float, tf::shape<3, BH, S, D>> x, dx;
+  tf::Tensor<float, tf::shape<BH, S, D>> r;
+  tf::Tensor<float, tf::shape<S, S>> mask;
+  grad_operands() {
+    fill_uniform(x, 4), fill_uniform(r, 5);
+    for (index_t i = 0; i < S; ++i)
+      for (index_t j = 0; j < S; ++j) mask(i, j) = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+  }
+  static grad_operands& get() {
+    static grad_operands g;
+    return g;
+  }
+};
+
+template <index_t BH, index_t S, index_t D, bool Causal, bool Flash>
+void bm_backward(benchmark::State& st) {
+  auto& g = grad_operands<BH, S, D>::get();
+  const float scale = 1.0f / std::sqrt(float(D));
+  auto part = [](const auto& x, auto i) {
+    constexpr index_t I = decltype(i)::value;
+    return tf::reshape<BH, S, D>(tf::slice<tf::range<I, I + 1>, tf::whole, tf::whole, tf::whole>(x));
+  };
+  auto loss = [&](const auto& x) {
+    const auto q = part(x, std::integral_constant<index_t, 0>{}), k = part(x, std::integral_constant<index_t, 1>{}),
+               v = part(x, std::integral_constant<index_t, 2>{});
+    if constexpr (Flash) {
+      if constexpr (Causal) return tf::sum(tf::attention(q, k, v, tf::causal) * g.r);
+      else return tf::sum(tf::attention(q, k, v) * g.r);
+    } else {
+      auto s = tf::matmul(q, tf::swapaxes<1, 2>(k)) * scale;
+      if constexpr (Causal) return tf::sum(tf::matmul(tf::softmax(s + g.mask), v) * g.r);
+      else return tf::sum(tf::matmul(tf::softmax(s), v) * g.r);
+    }
+  };
+  auto [value, dx] = tf::value_and_grad(loss, g.x);
+  using P = tf::arena_plan<decltype(tf::detail::as_node(dx))>;
+  auto* arena = static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(64)));
+  let_openblas_workers_sleep();
+  for (auto _ : st) {
+    tf::eval(g.dx, dx, std::span<std::byte>(arena, P::bytes));
+    benchmark::DoNotOptimize(g.dx.data());
+    benchmark::ClobberMemory();
+  }
+  ::operator delete[](arena, std::align_val_t(64));
+  st.counters["arena_MiB"] = double(P::bytes) / (1 << 20);
+  set_rate(st, 2.5 * flops<BH, S, D>(Causal));
+}
+
 // Peak: the FMA loop of bench/fma_peak.hpp, one per pool thread.
 void bm_peak(benchmark::State& st) {
   auto& pool = tf::cpu::thread_pool::instance();
@@ -194,6 +252,10 @@ void add_case(bool single) {
     if (!single) b->UseRealTime();
   };
   reg("tiled", bm_tiled<BH, S, D, Causal>);
+  reg("backward_flash", bm_backward<BH, S, D, Causal, true>);
+  // The formula's backward pass took 3.8 s per iteration already at (48, 64, 32) (2026-11-27: something
+  // in the gradient of the softmax formula is recomputed per element): only there, as a marker.
+  if constexpr (S <= 64) reg("backward_formula", bm_backward<BH, S, D, Causal, false>);
   reg("formula", bm_formula<BH, S, D, Causal>);
   reg("openblas", bm_openblas<BH, S, D, Causal>);
   if (single) reg("naive", bm_naive<BH, S, D, Causal>);
@@ -212,6 +274,7 @@ int main(int argc, char** argv) {
   std::printf("threads: tenfold %d, openblas %d\n", int(tf::cpu::thread_pool::instance().size()), openblas_get_num_threads());
   auto* peak = benchmark::RegisterBenchmark("attention/peak/fma", bm_peak);
   if (!single) peak->UseRealTime();
+  add_shape<48, 64, 32>(single); // examples/decoder's attention: batch 12 x 4 heads, context 64
   add_shape<8, 128, 64>(single);
   add_shape<8, 512, 64>(single);
   add_shape<4, 1024, 64>(single);

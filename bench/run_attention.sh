@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds and runs the attention benchmark (bench/bench_attention.cpp) with 1 and 2 threads and prints a
-# Markdown table: GFLOP/s of each implementation, % of the FMA peak measured in the same run, and the
-# tiled kernel's speed-up over the materialised formula in tenfold and on OpenBLAS.
+# Builds and runs the attention benchmark (bench/bench_attention.cpp) with 1 and 2 threads and prints
+# Markdown tables: GFLOP/s of each implementation, % of the FMA peak measured in the same run, and the
+# tiled kernel's speed-up over the materialised formula in tenfold and on OpenBLAS; then the backward
+# pass, flash-style against the formula's.
 #
 #   bench/run_attention.sh       # BUILD_DIR (default build-bench), BENCH_REPS (default 3), BENCH_FILTER
 #
@@ -64,4 +65,12 @@ for threads, path in zip((1, 2), files):
         t = r["tiled"]
         ratio = lambda x: f"{t / x:.2f}x" if x else "-"
         print(f"| {c} | " + " | ".join(cells) + f" | {100 * t / peak:.0f}% | {ratio(r['formula'])} | {ratio(r['openblas'])} |")
+    print(f"\nbackward, {threads} thread(s): GFLOP/s counting 10·B·H·S²·D (half for causal); time ratio formula / flash\n")
+    print("| case (B·H, S, D) | flash GFLOP/s | formula GFLOP/s | flash % of peak | flash speed-up |")
+    print("|---|---|---|---|---|")
+    for c in cases:
+        f, m = best.get(f"attention/backward_flash/{c}"), best.get(f"attention/backward_formula/{c}")
+        if f:
+            formula, speedup = (f"{m / 1e9:.3f}", f"{f / m:.0f}x") if m else ("-", "-")
+            print(f"| {c} | {f / 1e9:.1f} | {formula} | {100 * f / peak:.0f}% | {speedup} |")
 PY
