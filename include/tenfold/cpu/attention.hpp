@@ -143,6 +143,21 @@ T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
   return alpha;
 }
 
+// The tasks of an attention kernel (the forward's, the backward's): on the pool when there is enough
+// work, one task at a time from the pool's counter: causal blocks differ in cost, and a thread slowed by
+// other work on its core takes fewer. Task indices rise, so a thread repacks its right-hand operands only
+// when it moves to the next batch element.
+template <class Task>
+void run_attention_tasks(index_t tasks, double flops, Task&& task) {
+  auto& pool = thread_pool::instance();
+  if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
+    for (index_t t = 0; t < tasks; ++t) task(t);
+  } else {
+    auto one = [&](int t) { task(t); };
+    pool.run(int(tasks), one);
+  }
+}
+
 // The tiled forward pass of N (attention_node, or the backward's stats node, which reads the same q, k
 // and v): per task, a block of query rows of one batch element; at its end `finish(idx, i0, br, o, ldo,
 // m, l)` gets the block's unnormalised output rows (o, row stride ldo), their running maxima m of the
@@ -225,18 +240,7 @@ void attention_blocks(const N& n, Finish&& finish) {
     finish(idx, i0, br, o, ldo, m, l);
   };
 
-  constexpr index_t tasks = batches * q_blocks;
-  constexpr double flops = 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches);
-  auto& pool = thread_pool::instance();
-  if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
-    for (index_t t = 0; t < tasks; ++t) task(t);
-  } else {
-    // One task at a time from the pool's counter: causal blocks differ in cost, and a thread slowed
-    // by other work on its core takes fewer. Task indices rise, so a thread repacks K and V only when
-    // it moves to the next batch element.
-    auto one = [&](int t) { task(t); };
-    pool.run(int(tasks), one);
-  }
+  run_attention_tasks(batches * q_blocks, 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches), task);
 }
 
 // The offset of batch element idx (the leading R - 2 indices) in leaf L.

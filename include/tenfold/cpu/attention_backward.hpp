@@ -89,18 +89,6 @@ auto transposed(const M& m) {
   return M{m.p, m.cs, m.rs};
 }
 
-// The tasks of one kernel: on the pool when there is enough work, as the forward.
-template <class Task>
-void run_attention_tasks(index_t tasks, double flops, Task&& task) {
-  auto& pool = thread_pool::instance();
-  if (flops < 4e6 || pool.size() == 1 || tasks == 1) {
-    for (index_t t = 0; t < tasks; ++t) task(t);
-  } else {
-    auto one = [&](int t) { task(t); };
-    pool.run(int(tasks), one);
-  }
-}
-
 // lse and δ per query row: the forward pass, then g·O / l.
 template <class Dst, class N>
 void run_attention_stats(const Dst& dst, const N& n) {
