@@ -343,3 +343,58 @@ TEST_CASE("prod's gradient with no zero, one zero and two zeros in a row", "[aut
   prod_gradient_case<float>();
   prod_gradient_case<double>();
 }
+
+// The scans: L = sum(cumprod(x, axis 1) * w) + sum(cumprod(x, axis 0) * u) + sum(cumsum(x, axis 0) * v).
+// d/dx_ij sums, over the positions j' >= j of the scan, the weight times the product of the others up to
+// j' (cumprod) or the weight alone (cumsum): computed here in long double from that definition, with rows
+// and columns holding no zero, one (first, middle, last) and two.
+template <class T>
+void scan_gradient_case() {
+  constexpr index_t n = 5, d = 7;
+  auto x = random_tensor<T, shape<n, d>>(61, 0.5, 1.5);
+  for (index_t j = 0; j < d; ++j) x(0, j) *= (j % 2 ? T(-1) : T(1)); // signs
+  x(1, 2) = 0;                                                    // one zero in the middle
+  x(2, 1) = 0, x(2, 4) = 0;                                       // two zeros
+  x(3, 0) = 0;                                                    // first
+  x(4, 6) = 0;                                                    // last
+  const auto w = random_tensor<T, shape<n, d>>(62, 0.5, 2);
+  const auto u = random_tensor<T, shape<n, d>>(63, 0.5, 2);
+  const auto v = random_tensor<T, shape<n, d>>(64, -1, 1);
+  auto [loss, dx] = value_and_grad(
+      [&](const auto& x_) {
+        return sum(cumprod(x_, axis<1>) * w) + sum(cumprod(x_, axis<0>) * u) + sum(cumsum(x_, axis<0>) * v);
+      },
+      x);
+  const Tensor<T, shape<n, d>> got = dx;
+  std::vector<long double> want(std::size_t(n * d));
+  long double value = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < d; ++j) {
+      long double dw = 0, du = 0, dv = 0, py = 1, px = 1, sy = 0;
+      for (index_t k = 0; k <= j; ++k) py *= (long double)x(i, k);
+      for (index_t k = 0; k <= i; ++k) px *= (long double)x(k, j), sy += (long double)x(k, j);
+      value += w(i, j) * py + u(i, j) * px + v(i, j) * sy;
+      for (index_t e = j; e < d; ++e) { // position e of row i's scan
+        long double p = 1;
+        for (index_t k = 0; k <= e; ++k)
+          if (k != j) p *= (long double)x(i, k);
+        dw += w(i, e) * p;
+      }
+      for (index_t e = i; e < n; ++e) { // position e of column j's scan
+        long double p = 1;
+        for (index_t k = 0; k <= e; ++k)
+          if (k != i) p *= (long double)x(k, j);
+        du += u(e, j) * p;
+        dv += v(e, j);
+      }
+      want[std::size_t(i * d + j)] = dw + du + dv;
+    }
+  const double eps = std::numeric_limits<T>::epsilon();
+  CHECK(std::fabs((long double)Tensor<T>(loss)() - value) <= 32 * eps * std::fabs(value));
+  CHECK(worst_error(got, want, 1.0L) <= 32 * eps);
+}
+
+TEST_CASE("cumsum's and cumprod's gradients, with no zero, one zero and two zeros along the scan", "[autodiff]") {
+  scan_gradient_case<float>();
+  scan_gradient_case<double>();
+}

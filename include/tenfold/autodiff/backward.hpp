@@ -193,6 +193,23 @@ struct reduction_context {
   }
 };
 
+// What a scan's vjp is told besides x, y and g: scans along the same axis, forwards and backwards.
+template <int Axis>
+struct scan_context {
+  template <class E>
+  static auto cumsum(const E& e) {
+    return tenfold::cumsum(e, axes<Axis>);
+  }
+  template <class E>
+  static auto cumprod(const E& e) {
+    return tenfold::cumprod(e, axes<Axis>);
+  }
+  template <class E>
+  static auto rev_cumsum(const E& e) {
+    return flip<Axis>(tenfold::cumsum(flip<Axis>(e), axes<Axis>));
+  }
+};
+
 template <class... X>
 auto plus_all(X&&... x) {
   if constexpr (sizeof...(X) == 0) return zero{};
@@ -293,6 +310,10 @@ auto gradient(const N& n, const G& g) {
       const auto gb = unreduce<N>(g);
       return gradient<Target>(n.arg, Op::vjp(n.arg, yb, gb, reduction_context<N>{}));
     }
+  } else if constexpr (detail::is_scan_node_v<N>) {
+    using Op = typename N::op_type;
+    if constexpr (!requires { Op::scan_vjp(n.arg, n, g, scan_context<N::axis>{}); }) return op_without_derivative<Op>{};
+    else return gradient<Target>(n.arg, Op::scan_vjp(n.arg, n, g, scan_context<N::axis>{}));
   } else if constexpr (is_view_v<N>) {
     return gradient<Target>(n.arg, view_adjoint<typename N::map_type>(g));
   } else if constexpr (detail::is_matmul_node_v<N>) {

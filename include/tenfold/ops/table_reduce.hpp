@@ -39,6 +39,11 @@ struct sum : reduction<sum, reduce_result::wide> {
                   [[maybe_unused]] const auto& ctx) {
     return g;
   }
+  // cumsum's derivative: y_j sums x_i for i <= j, so x_i gets the g_j of every j >= i (ctx: the scan's
+  // axis; rev_cumsum(e) sums e from the axis's far end).
+  static auto scan_vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, const auto& g, const auto& ctx) {
+    return ctx.rev_cumsum(g);
+  }
   static constexpr test_spec test{.lo = -1, .hi = 1, .ulps = 4};
   static constexpr bench_spec bench{.flops = 1};
 };
@@ -82,6 +87,22 @@ struct prod : reduction<prod, reduce_result::wide> {
     const auto others = ctx.template reduce_back<prod>(call<where>(is_zero, 1.0, x));
     return g * call<where>(is_zero, call<where>(call<eq>(zeros, 1.0), others, 0.0),
                            call<where>(call<eq>(zeros, 0.0), others / x, 0.0));
+  }
+  // cumprod's derivative: x_i gets the sum over j >= i of g_j times the product of x_k, k <= j, k != i.
+  // Before the first zero of the row that is (sum over j >= i of g_j y_j) / x_i. The first zero, at z,
+  // gets y_{z-1} times the sum over j >= z of g_j times the product of x_k for z < k <= j; every element
+  // after it 0 (each of its products holds x_z). The quotient is selected only before the first zero.
+  static auto scan_vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) {
+    const auto is_zero = call<eq>(x, 0.0);
+    const auto seen = ctx.cumsum(call<where>(is_zero, 1.0, 0.0)); // zeros at or before each position
+    const auto before = call<eq>(seen, 0.0);
+    const auto first = [&](const auto& v, const auto& otherwise) { // v at the first zero
+      return call<where>(is_zero, call<where>(call<eq>(seen, 1.0), v, otherwise), otherwise);
+    };
+    const auto upto = ctx.cumprod(call<where>(before, x, 1.0));                        // y_{z-1} at z
+    const auto after = ctx.cumprod(call<where>(before, 1.0, first(1.0, x)));          // x_{z+1} ... x_j
+    const auto tail = ctx.rev_cumsum(call<where>(before, 0.0, g * after));
+    return call<where>(before, ctx.rev_cumsum(g * y) / x, first(upto * tail, 0.0));
   }
   static constexpr test_spec test{.lo = 0.5, .hi = 1.5, .ulps = 64};
   static constexpr bench_spec bench{.flops = 1};
