@@ -1,9 +1,10 @@
-// Gradients through flips, concat and stack (autodiff/backward.hpp). A flip of a parameter folds into
-// negative strides, a flip of an opaque value (a matmul) stays a view with a negative coefficient; either
-// way the adjoint is the same flip of g. The pair swap of rotary position embeddings,
-// reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is checked as it will be used. The adjoint of a
-// concat gives each operand its slice of g. Each loss is sum(f(x) * r) with a random r; the exact
-// gradient is written below from the definition, in long double, independently of tenfold.
+// Gradients through flips, concat, stack, strided slices and overlapping pooling windows
+// (autodiff/view_adjoint.hpp). A flip of a parameter folds into negative strides, a flip of an opaque
+// value (a matmul) stays a view with a negative coefficient; either way the adjoint is the same flip of g.
+// The pair swap of rotary position embeddings, reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is
+// checked as it will be used. The adjoint of a concat gives each operand its slice of g; overlapping
+// windows add their shares. Each loss is sum(f(x) * r) with a random r; the exact gradient is written
+// below from the definition, in long double, independently of tenfold.
 #include <catch2/catch.hpp>
 #include <tenfold/autodiff/backward.hpp>
 #include <tenfold/tenfold.hpp>
@@ -282,4 +283,95 @@ TEST_CASE("strided slices: g lands on every step-th element, zeros between", "[a
       want2[std::size_t(i * 10 + 2 * j)] = t * std::exp(ld(y(i * 10 + 2 * j)));
     }
   CHECK(worst_error(g2, want2) < 1e-6);
+}
+
+namespace {
+// d/dx of sum(pool(x) * r) for a pool of x [n, c, h, w] (nhwc: [n, h, w, c]) with kernel k, stride s,
+// padding p and dilation d: r routed to each window's maximum (max) or spread over its elements divided
+// by its count (avg; padding counted or not), written from the definition.
+struct pool_geometry {
+  index_t n, c, h, w, k, s, p, d;
+  bool nhwc = false;
+  index_t oh() const { return (h + 2 * p - d * (k - 1) - 1) / s + 1; }
+  index_t ow() const { return (w + 2 * p - d * (k - 1) - 1) / s + 1; }
+  std::size_t in(index_t b, index_t ch, index_t i, index_t j) const {
+    return std::size_t(nhwc ? ((b * h + i) * w + j) * c + ch : ((b * c + ch) * h + i) * w + j);
+  }
+  std::size_t out(index_t b, index_t ch, index_t i, index_t j) const {
+    return std::size_t(nhwc ? ((b * oh() + i) * ow() + j) * c + ch : ((b * c + ch) * oh() + i) * ow() + j);
+  }
+};
+enum class pool_kind { max, avg_with_pad, avg_without_pad };
+template <class T, class R>
+std::vector<ld> pool_gradient(const pool_geometry& q, pool_kind kind, const T* x, const R* r) {
+  std::vector<ld> g(std::size_t(q.n * q.c * q.h * q.w), 0.0L);
+  for (index_t b = 0; b < q.n; ++b)
+    for (index_t ch = 0; ch < q.c; ++ch)
+      for (index_t oi = 0; oi < q.oh(); ++oi)
+        for (index_t oj = 0; oj < q.ow(); ++oj) {
+          std::vector<std::size_t> inside;
+          for (index_t a = 0; a < q.k; ++a)
+            for (index_t e = 0; e < q.k; ++e) {
+              const index_t i = oi * q.s - q.p + a * q.d, j = oj * q.s - q.p + e * q.d;
+              if (i >= 0 && i < q.h && j >= 0 && j < q.w) inside.push_back(q.in(b, ch, i, j));
+            }
+          const ld rv = r[q.out(b, ch, oi, oj)];
+          if (kind == pool_kind::max) {
+            std::size_t best = inside[0];
+            for (auto at : inside)
+              if (x[at] > x[best]) best = at;
+            g[best] += rv;
+          } else {
+            const ld count = kind == pool_kind::avg_with_pad ? ld(q.k * q.k) : ld(inside.size());
+            for (auto at : inside) g[at] += rv / count;
+          }
+        }
+  return g;
+}
+} // namespace
+
+TEST_CASE("pooling with overlapping windows: every window's share lands on its elements, added", "[autodiff][views][pool]") {
+  // 3x3 stride 2 (ResNet's stem pool), stride 1 with padding on a computed value, an average without the
+  // padding counted, a dilated pool, and NHWC; odd extents, so windows leave rows over. An element that
+  // collects several windows' r adds them in another order than the reference: 1e-15, not 0.
+  const auto x = random_tensor<double, shape<2, 3, 9, 8>>(51);
+  Tensor<double, shape<2, 3, 9, 8>> xx = x * x;
+  {
+    const auto r = random_tensor<double, shape<2, 3, 4, 3>>(52);
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(max_pool2d<3, 2>(x_) * r); }, x);
+    const Tensor<double, shape<2, 3, 9, 8>> g = d;
+    CHECK(worst_error(g, pool_gradient(pool_geometry{2, 3, 9, 8, 3, 2, 0, 1}, pool_kind::max, x.data(), r.data())) < 1e-15);
+  }
+  {
+    const auto r = random_tensor<double, shape<2, 3, 9, 8>>(53);
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(max_pool2d<3, 1, 1>(x_ * x_) * r); }, x);
+    const Tensor<double, shape<2, 3, 9, 8>> g = d;
+    auto want = pool_gradient(pool_geometry{2, 3, 9, 8, 3, 1, 1, 1}, pool_kind::max, xx.data(), r.data());
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] *= 2 * ld(x.data()[i]);
+    CHECK(worst_error(g, want) < 1e-15);
+  }
+  {
+    const auto r = random_tensor<double, shape<2, 3, 5, 4>>(54);
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(avg_pool2d<3, 2, 1, false, false>(x_) * r); }, x);
+    const Tensor<double, shape<2, 3, 9, 8>> g = d;
+    CHECK(worst_error(g, pool_gradient(pool_geometry{2, 3, 9, 8, 3, 2, 1, 1}, pool_kind::avg_without_pad, x.data(), r.data())) < 1e-15);
+    auto [l2, d2] = value_and_grad([&](const auto& x_) { return sum(avg_pool2d<3, 2, 1>(x_) * r); }, x);
+    const Tensor<double, shape<2, 3, 9, 8>> g2 = d2;
+    CHECK(worst_error(g2, pool_gradient(pool_geometry{2, 3, 9, 8, 3, 2, 1, 1}, pool_kind::avg_with_pad, x.data(), r.data())) < 1e-15);
+  }
+  {
+    const auto r = random_tensor<double, shape<2, 3, 7, 6>>(55);
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(max_pool2d<2, 1, 0, 2>(x_) * r); }, x);
+    const Tensor<double, shape<2, 3, 9, 8>> g = d;
+    CHECK(worst_error(g, pool_gradient(pool_geometry{2, 3, 9, 8, 2, 1, 0, 2}, pool_kind::max, x.data(), r.data())) < 1e-15);
+  }
+  {
+    const auto y = random_tensor<float, shape<2, 9, 8, 3>>(56);
+    const auto r = random_tensor<float, shape<2, 4, 3, 3>>(57);
+    auto [l, d] = value_and_grad([&](const auto& y_) { return sum(max_pool2d<3, 2>(y_, nhwc) * r); }, y);
+    const Tensor<float, shape<2, 9, 8, 3>> g = d;
+    pool_geometry q{2, 3, 9, 8, 3, 2, 0, 1};
+    q.nhwc = true;
+    CHECK(worst_error(g, pool_gradient(q, pool_kind::max, y.data(), r.data())) < 1e-6);
+  }
 }

@@ -12,8 +12,8 @@
 // The adjoints of views are in autodiff/view_adjoint.hpp, those of convolutions in autodiff/conv_adjoint.hpp.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and overlapping pooling windows and the weights of grouped or transposed convolutions have no
-// adjoint yet: each is a compile error that says so. (take's adjoint, a scatter-add, runs on the CPU only.)
+// job), and the weights of grouped or transposed convolutions have no adjoint yet: a compile error that
+// says so. (take's adjoint, a scatter-add, runs on the CPU only.)
 #include <string>
 #include <tuple>
 #include <utility>
@@ -255,14 +255,6 @@ auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
 }
 
 // ---- attention ---------------------------------------------------------------------------------------------
-// f(x) for an x that several kernels read: x itself where it is memory already (a leaf), else x bound
-// once by a let.
-template <class X, class F>
-auto read_once(const X& x, F&& f) {
-  if constexpr (detail::is_leaf_v<X>) return std::forward<F>(f)(x);
-  else return let(x, std::forward<F>(f));
-}
-
 // Attention n's contribution given g, q, k and v read from memory (gb, qb, kb, vb): the stats of the
 // backward pass bound once, then the gradient of each operand the target depends on, taken on through
 // the operand's own expression.

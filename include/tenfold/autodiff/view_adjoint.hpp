@@ -4,11 +4,11 @@
 #include <array>
 #include <utility>
 
+#include "tenfold/core/let.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/ops/api.hpp"
 
 namespace tenfold::autodiff {
-
 
 template <class N>
 struct no_adjoint_yet {
@@ -27,8 +27,8 @@ struct no_adjoint_yet {
 // to feed at most one source axis, and each source axis to be fed by a mixed-radix run (coefficients
 // c_1 > c_2 > ... = 1 with c_k = c_{k+1} * extent_{k+1}, as (oh, kh) of a pool whose stride is its
 // kernel): every source element is then read at most once. A strided slice's axis (the smallest
-// coefficient of its run, s > 1) is first dilated in g (stride_plan); overlapping windows read some
-// elements twice and are a compile error for now.
+// coefficient of its run, s > 1) is first dilated in g (stride_plan); overlapping windows are unrolled
+// into a sum of such scatters (overlap_plan).
 template <int RT, int RG>
 struct linear_read {
   std::array<index_t, RT * RG + 1> coef{}; // [p * RG + a]
@@ -249,6 +249,46 @@ auto dilate(X&& g) {
     }(std::make_index_sequence<std::size_t(R)>{});
 }
 
+// Overlapping windows (a pool whose stride is below its kernel, or dilated): a source axis fed by a run
+// that is not mixed-radix even after the dilation above, so some source elements are read more than once.
+// The run's shortest view axis is unrolled: g's slices along it are scattered each on its own (that
+// axis then reads nothing, the slice's index moved into the offset) and added. A k x k pool becomes k^2
+// strided scatters of g bound once: each reads its own elements of g, so no element is read twice.
+template <class G, class To, class Read>
+struct overlap_plan {
+  using P = scatter_plan<G, To, Read>;
+  static constexpr int RG = G::rank, RT = To::rank;
+  static constexpr int axis = [] {
+    for (int p = 0; p < RT; ++p) {
+      const auto r = P::run(p);
+      bool mixed_radix = true;
+      for (int i = 0; i + 1 < r[RG]; ++i) mixed_radix &= P::c(p, r[i]) == P::c(p, r[i + 1]) * G::dims[r[i + 1]];
+      if (mixed_radix) continue;
+      int shortest = r[0];
+      for (int i = 1; i < r[RG]; ++i)
+        if (G::dims[r[i]] < G::dims[shortest]) shortest = r[i];
+      return shortest;
+    }
+    return -1;
+  }();
+  template <index_t K>
+  struct slice_read {
+    static constexpr linear_read<RT, RG> value = [] {
+      auto r = Read::value;
+      for (int p = 0; p < RT; ++p) r.off[p] += r.coef[p * RG + axis] * K, r.coef[p * RG + axis] = 0;
+      return r;
+    }();
+  };
+};
+
+// f(x) for an x read more than once: x itself where it is memory already (a leaf), else x bound once by
+// a let.
+template <class X, class F>
+auto read_once(const X& x, F&& f) {
+  if constexpr (detail::is_leaf_v<X>) return std::forward<F>(f)(x);
+  else return let(x, std::forward<F>(f));
+}
+
 template <class To, class Read, class X>
 auto scatter_linear_unit(X&& g);
 template <class To, class Read, class X>
@@ -256,8 +296,21 @@ auto scatter_linear(X&& g) {
   using G = detail::shape_of_t<X>;
   using P = scatter_plan<G, To, Read>;
   using SP = stride_plan<G, To, Read>;
+  using OP = overlap_plan<G, To, Read>;
   if constexpr (!P::valid() && SP::axis >= 0)
     return scatter_linear<To, typename SP::dilated_read>(dilate<SP::axis, SP::step, SP::extent>(std::forward<X>(g)));
+  else if constexpr (!P::valid() && OP::axis >= 0)
+    return read_once(detail::as_node(std::forward<X>(g)), [](const auto& gb) {
+      return [&]<index_t... K>(std::integer_sequence<index_t, K...>) {
+        const auto part = [&]<index_t k>(std::integral_constant<index_t, k>) {
+          auto at_k = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return slice<std::conditional_t<int(I) == OP::axis, range<k, k + 1>, whole>...>(gb);
+          }(std::make_index_sequence<std::size_t(G::rank)>{});
+          return scatter_linear<To, typename OP::template slice_read<k>>(std::move(at_k));
+        };
+        return (part(std::integral_constant<index_t, K>{}) + ...);
+      }(std::make_integer_sequence<index_t, G::dims[OP::axis]>{});
+    });
   else return scatter_linear_unit<To, Read>(std::forward<X>(g));
 }
 
@@ -265,9 +318,8 @@ template <class To, class Read, class X>
 auto scatter_linear_unit(X&& g) {
   using G = detail::shape_of_t<X>;
   using P = scatter_plan<G, To, Read>;
-  static_assert(P::valid(), "tenfold::value_and_grad: this view (overlapping windows, a stride inside a merged "
-                            "run) has no adjoint yet: a view's adjoint needs each source element read at most "
-                            "once, in runs (see autodiff/backward.hpp)");
+  static_assert(P::valid(), "tenfold::value_and_grad: this view has no adjoint yet (a view axis feeding two source "
+                            "axes, as a diagonal does; see autodiff/view_adjoint.hpp)");
   auto unflipped = [&] {
     if constexpr (P::flip_count == 0) return detail::as_node(std::forward<X>(g));
     else return flip_axes<P>(std::forward<X>(g), std::make_index_sequence<std::size_t(P::flip_count)>{});
