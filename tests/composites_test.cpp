@@ -132,3 +132,27 @@ TEST_CASE("batch_norm in inference form, NCHW and NHWC", "[composites]") {
         }
   CHECK(bad == 0);
 }
+
+TEST_CASE("logical ops take a comparison beside a comparison of a row's reduction (row path)", "[composites]") {
+  // In a row kernel eq(x, 0) is a mask while eq(sum(x), s) comes from the row's reduction as 0/1 numbers:
+  // logical_and/or/xor take the two kinds together (this did not compile before).
+  using S = shape<6, 7>;
+  Tensor<float, S> x;
+  for (index_t i = 0; i < 6; ++i)
+    for (index_t j = 0; j < 7; ++j) x(i, j) = float((i * 7 + j) % (i + 2)); // rows with other sums
+  Tensor<float, S> row_sum_x = broadcast_to<S>(sum(x, axis<1>, keepdims));
+  const float s = row_sum_x(2, 0); // rows whose sum is this one's
+  Tensor<float, S> a = where(logical_and(eq(x, 0.0f), eq(sum(x, axis<1>, keepdims), s)), 1.0f, 2.0f);
+  Tensor<float, S> o = where(logical_or(eq(x, 0.0f), eq(sum(x, axis<1>, keepdims), s)), 1.0f, 2.0f);
+  Tensor<float, S> e = where(logical_xor(eq(x, 0.0f), eq(sum(x, axis<1>, keepdims), s)), 1.0f, 2.0f);
+  int both = 0;
+  for (index_t i = 0; i < 6; ++i)
+    for (index_t j = 0; j < 7; ++j) {
+      const bool p = x(i, j) == 0, q = row_sum_x(i, j) == s;
+      both += p && q;
+      CHECK(a(i, j) == (p && q ? 1.0f : 2.0f));
+      CHECK(o(i, j) == (p || q ? 1.0f : 2.0f));
+      CHECK(e(i, j) == (p != q ? 1.0f : 2.0f));
+    }
+  CHECK(both > 0);
+}

@@ -283,7 +283,8 @@ struct ne : binary<ne, category::compare> {
 struct logical_and : binary<logical_and, category::logical> {
   TENFOLD_OP_NAME(logical_and);
   TENFOLD_HD static bool scalar(bool a, bool b) { return a && b; }
-  template <class B> static auto simd(const B& a, const B& b) { return sc::truth(a) && sc::truth(b); }
+  // a and b may differ in kind: a comparison's mask beside a memoised node's 0/1 numbers.
+  template <class A, class B> static auto simd(const A& a, const B& b) { return sc::truth(a) && sc::truth(b); }
   static long double reference(long double a, long double b) { return a != 0 && b != 0; }
   static constexpr test_spec test{.ulps = 0, .integral = true};
   static constexpr bench_spec bench{.flops = 1};
@@ -291,7 +292,7 @@ struct logical_and : binary<logical_and, category::logical> {
 struct logical_or : binary<logical_or, category::logical> {
   TENFOLD_OP_NAME(logical_or);
   TENFOLD_HD static bool scalar(bool a, bool b) { return a || b; }
-  template <class B> static auto simd(const B& a, const B& b) { return sc::truth(a) || sc::truth(b); }
+  template <class A, class B> static auto simd(const A& a, const B& b) { return sc::truth(a) || sc::truth(b); }
   static long double reference(long double a, long double b) { return a != 0 || b != 0; }
   static constexpr test_spec test{.ulps = 0, .integral = true};
   static constexpr bench_spec bench{.flops = 1};
@@ -302,7 +303,7 @@ struct logical_xor : binary<logical_xor, category::logical> {
   // (a || b) && !(a && b): xsimd 8.1 gets both != and ^ of masks wrong on some ISAs (SSE2 compares
   // the masks as floats, where all-ones is a NaN; AVX-512's ^ of bit masks): true xor true came out
   // true. Found by the CUDA op test, whose host side is built for SSE2; ops_baseline_test keeps it so.
-  template <class B> static auto simd(const B& a, const B& b) {
+  template <class A, class B> static auto simd(const A& a, const B& b) {
     const auto x = sc::truth(a), y = sc::truth(b);
     return (x || y) && !(x && y);
   }
