@@ -33,65 +33,101 @@ double worst_error(const Tensor<T, S>& got, const std::vector<ld>& want) {
 }
 
 struct geometry {
-  index_t n, c, h, w, oc, kh, kw, s, p, d;
-  constexpr index_t oh() const { return (h + 2 * p - d * (kh - 1) - 1) / s + 1; }
-  constexpr index_t ow() const { return (w + 2 * p - d * (kw - 1) - 1) / s + 1; }
+  index_t n, c, h, w, oc, kh, kw, s, p, d, groups = 1, op = 0;
+  bool transposed = false;
+  constexpr index_t out(index_t in, index_t k) const {
+    return transposed ? (in - 1) * s - 2 * p + d * (k - 1) + op + 1 : (in + 2 * p - d * (k - 1) - 1) / s + 1;
+  }
+  constexpr index_t oh() const { return out(h, kh); }
+  constexpr index_t ow() const { return out(w, kw); }
 };
 
-// d/dx and d/dw of sum(conv2d(x, w) * r), by scattering r through every tap.
+// d/dx and d/dw of sum(y * r), by scattering r through every tap, and that loss itself, for
+// y = conv2d(x, w) or conv_transpose2d(x, w) as PyTorch defines them: y[oc, yo] += x[c, xi] * w[tap]
+// where xi = yo*s - p + k*d (conv2d) or yo = xi*s - p + k*d (conv_transpose2d), c and oc in one group.
 template <class T>
-void conv_reference(const geometry& g, bool nhwc, const T* x, const T* w, const T* r, std::vector<ld>& gx, std::vector<ld>& gw) {
-  const index_t OH = g.oh(), OW = g.ow();
+ld conv_reference(const geometry& g, bool nhwc, const T* x, const T* w, const T* r, std::vector<ld>& gx,
+                  std::vector<ld>& gw) {
+  const index_t OH = g.oh(), OW = g.ow(), Cg = g.c / g.groups, OCg = g.oc / g.groups;
   auto xi = [&](index_t n, index_t c, index_t i, index_t j) { return nhwc ? ((n * g.h + i) * g.w + j) * g.c + c : ((n * g.c + c) * g.h + i) * g.w + j; };
   auto oi = [&](index_t n, index_t o, index_t i, index_t j) { return nhwc ? ((n * OH + i) * OW + j) * g.oc + o : ((n * g.oc + o) * OH + i) * OW + j; };
-  auto wi = [&](index_t o, index_t c, index_t a, index_t b) { return nhwc ? ((a * g.kw + b) * g.c + c) * g.oc + o : ((o * g.c + c) * g.kh + a) * g.kw + b; };
+  // conv2d [OC, C/G, KH, KW] or [KH, KW, C/G, OC]; conv_transpose2d [C, OC/G, KH, KW] or [KH, KW, OC/G, C]
+  const index_t outer_n = g.transposed ? g.c : g.oc, inner_n = g.transposed ? OCg : Cg;
+  auto wi = [&](index_t o, index_t c, index_t a, index_t b) {
+    const index_t outer = g.transposed ? c : o, inner = g.transposed ? o % OCg : c % Cg;
+    return nhwc ? ((a * g.kw + b) * inner_n + inner) * outer_n + outer
+                : ((outer * inner_n + inner) * g.kh + a) * g.kw + b;
+  };
   gx.assign(std::size_t(g.n * g.c * g.h * g.w), 0);
-  gw.assign(std::size_t(g.oc * g.c * g.kh * g.kw), 0);
+  gw.assign(std::size_t(outer_n * inner_n * g.kh * g.kw), 0);
+  ld loss = 0;
+  const index_t PH = g.transposed ? g.h : OH, PW = g.transposed ? g.w : OW; // the positions the taps start from
   for (index_t n = 0; n < g.n; ++n)
     for (index_t o = 0; o < g.oc; ++o)
-      for (index_t i = 0; i < OH; ++i)
-        for (index_t j = 0; j < OW; ++j)
-          for (index_t c = 0; c < g.c; ++c)
+      for (index_t c = o / OCg * Cg; c < (o / OCg + 1) * Cg; ++c)
+        for (index_t i = 0; i < PH; ++i)
+          for (index_t j = 0; j < PW; ++j)
             for (index_t a = 0; a < g.kh; ++a)
               for (index_t b = 0; b < g.kw; ++b) {
-                const index_t ih = i * g.s - g.p + a * g.d, iw = j * g.s - g.p + b * g.d;
-                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-                const ld rv = r[oi(n, o, i, j)];
-                gx[std::size_t(xi(n, c, ih, iw))] += rv * ld(w[wi(o, c, a, b)]);
-                gw[std::size_t(wi(o, c, a, b))] += rv * ld(x[xi(n, c, ih, iw)]);
+                const index_t th = i * g.s - g.p + a * g.d, tw = j * g.s - g.p + b * g.d;
+                const index_t xh = g.transposed ? i : th, xw = g.transposed ? j : tw, yh = g.transposed ? th : i,
+                              yw = g.transposed ? tw : j;
+                if (xh < 0 || xh >= g.h || xw < 0 || xw >= g.w || yh < 0 || yh >= OH || yw < 0 || yw >= OW) continue;
+                const ld rv = r[oi(n, o, yh, yw)], xv = x[xi(n, c, xh, xw)], wv = w[wi(o, c, a, b)];
+                gx[std::size_t(xi(n, c, xh, xw))] += rv * wv;
+                gw[std::size_t(wi(o, c, a, b))] += rv * xv;
+                loss += rv * xv * wv;
               }
+  return loss;
 }
 
-template <class T, geometry G, bool Nhwc>
+template <geometry G, class L>
+auto conv_of(const auto& x, const auto& w) {
+  if constexpr (G.transposed)
+    return conv_transpose2d(x, w, stride<G.s>, padding<G.p>, dilation<G.d>, output_padding<G.op>, groups<G.groups>,
+                            L{});
+  else return conv2d(x, w, stride<G.s>, padding<G.p>, dilation<G.d>, groups<G.groups>, L{});
+}
+
+template <geometry G, class L, class T, class XS, class WS, class YS>
+void check_conv_vjp(const Tensor<T, XS>& x, const Tensor<T, WS>& w, const Tensor<T, YS>& r,
+                    const std::vector<ld>& want_x, const std::vector<ld>& want_w, double tol) {
+  auto [vx, vw] = vjp([](const auto& x_, const auto& w_) { return conv_of<G, L>(x_, w_); }, r, x, w);
+  const Tensor<T, XS> hx = vx;
+  const Tensor<T, WS> hw = vw;
+  CHECK(worst_error(hx, want_x) < tol);
+  CHECK(worst_error(hw, want_w) < tol);
+}
+
+template <class T, geometry G, bool Nhwc, bool Vjp = true>
 void check_conv() {
-  constexpr index_t OH = G.oh(), OW = G.ow();
+  constexpr index_t OH = G.oh(), OW = G.ow(), WI = (G.transposed ? G.oc : G.c) / G.groups,
+                    WO = G.transposed ? G.c : G.oc;
   using XS = std::conditional_t<Nhwc, shape<G.n, G.h, G.w, G.c>, shape<G.n, G.c, G.h, G.w>>;
-  using WS = std::conditional_t<Nhwc, shape<G.kh, G.kw, G.c, G.oc>, shape<G.oc, G.c, G.kh, G.kw>>;
+  using WS = std::conditional_t<Nhwc, shape<G.kh, G.kw, WI, WO>, shape<WO, WI, G.kh, G.kw>>;
   using YS = std::conditional_t<Nhwc, shape<G.n, OH, OW, G.oc>, shape<G.n, G.oc, OH, OW>>;
   using L = std::conditional_t<Nhwc, nhwc_t, nchw_t>;
   const auto x = random_tensor<T, XS>(1);
   const auto w = random_tensor<T, WS>(2);
   const auto r = random_tensor<T, YS>(3);
-  auto [loss, dx, dw] = value_and_grad(
-      [&](const auto& x_, const auto& w_) {
-        return sum(conv2d(x_, w_, stride<G.s>, padding<G.p>, dilation<G.d>, L{}) * r);
-      },
-      x, w);
+  auto [loss, dx, dw] =
+      value_and_grad([&](const auto& x_, const auto& w_) { return sum(conv_of<G, L>(x_, w_) * r); }, x, w);
+  const Tensor<T> l = loss;
   const Tensor<T, XS> gx = dx;
   const Tensor<T, WS> gw = dw;
   std::vector<ld> want_x, want_w;
-  conv_reference(G, Nhwc, x.data(), w.data(), r.data(), want_x, want_w);
-  INFO("n " << G.n << " c " << G.c << " h " << G.h << " w " << G.w << " oc " << G.oc << " k " << G.kh << "x" << G.kw << " s " << G.s
-                << " p " << G.p << " d " << G.d << (Nhwc ? " nhwc" : " nchw"));
+  const ld want_loss = conv_reference(G, Nhwc, x.data(), w.data(), r.data(), want_x, want_w);
+  INFO((G.transposed ? "conv_transpose2d" : "conv2d")
+       << " n " << G.n << " c " << G.c << " h " << G.h << " w " << G.w << " oc " << G.oc << " k " << G.kh << "x" << G.kw
+       << " s " << G.s << " p " << G.p << " d " << G.d << " groups " << G.groups << " op " << G.op
+       << (Nhwc ? " nhwc" : " nchw"));
   const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+  CHECK(std::fabs(ld(l()) - want_loss) < tol * std::max(std::fabs(want_loss), 1.0L));
   CHECK(worst_error(gx, want_x) < tol);
   CHECK(worst_error(gw, want_w) < tol);
-  // vjp of the convolution alone with r gives the same two gradients.
-  auto [vx, vw] = vjp([](const auto& x_, const auto& w_) { return conv2d(x_, w_, stride<G.s>, padding<G.p>, dilation<G.d>, L{}); }, r, x, w);
-  const Tensor<T, XS> hx = vx;
-  const Tensor<T, WS> hw = vw;
-  CHECK(worst_error(hx, want_x) < tol);
-  CHECK(worst_error(hw, want_w) < tol);
+  // vjp of the convolution alone with r gives the same two gradients (a few cases: each vjp instantiates
+  // the gradient again).
+  if constexpr (Vjp) check_conv_vjp<G, L>(x, w, r, want_x, want_w, tol);
 }
 } // namespace
 
@@ -102,6 +138,25 @@ TEST_CASE("conv2d: gradients of input and weights (NCHW and NHWC, stride, paddin
   check_conv<float, geometry{3, 2, 9, 8, 5, 3, 2, 2, 1, 1}, false>(); // stride 2: rows the stride drops
   check_conv<float, geometry{3, 2, 9, 8, 5, 3, 2, 2, 1, 1}, true>();
   check_conv<double, geometry{1, 2, 10, 9, 3, 3, 3, 1, 2, 2}, false>(); // dilation 2
+}
+
+TEST_CASE("conv2d: gradients of a grouped and a depthwise convolution (NCHW and NHWC)", "[autodiff][conv]") {
+  // 2 groups, stride 2
+  check_conv<double, geometry{2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 2}, false>();
+  check_conv<float, geometry{2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 2}, true, false>();
+  // depthwise: 2 outputs per channel with dilation 2; stride 2 and dilation 2 without padding
+  check_conv<double, geometry{2, 3, 11, 7, 6, 3, 2, 1, 1, 2, 3}, true, false>();
+  check_conv<float, geometry{1, 3, 9, 9, 3, 3, 3, 2, 0, 2, 3}, false, false>();
+}
+
+TEST_CASE("conv_transpose2d: gradients of input and weights (stride, padding, output padding, dilation, groups)",
+          "[autodiff][conv]") {
+  // stride 2, padding 1, output padding 1
+  check_conv<double, geometry{2, 3, 5, 4, 4, 3, 3, 2, 1, 1, 1, 1, true}, false>();
+  // 2 groups: dilation 2 with the output padding past the padding (g's windows need no padding: vjp's g
+  // is read in place), and stride 3 with padding 2 past the output padding 1 (one row behind)
+  check_conv<double, geometry{1, 4, 5, 7, 6, 3, 2, 2, 0, 2, 2, 1, true}, true>();
+  check_conv<float, geometry{2, 4, 3, 5, 2, 2, 3, 3, 2, 2, 2, 1, true}, false, false>();
 }
 
 namespace {

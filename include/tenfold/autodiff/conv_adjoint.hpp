@@ -34,39 +34,61 @@ auto conv_input_adjoint(const Wn& w, const G& g) {
   return detail::make_conv<a>(detail::as_node(g), w);
 }
 
-// The weights' gradient: for every tap, the input windows against g summed over the batch and the
-// output positions, as one GEMM: [OC, N*OH*OW] x [N*OH*OW, C*KH*KW] (NCHW; NHWC transposes it). The
-// windows matrix is im2col of the (padded) input: a view the walk materialises as the GEMM's operand.
-template <class N, class Xn, class G>
-auto conv_weight_adjoint(const Xn& x, const G& g) {
+// The weights' gradient pairs every tap with an image `r` at P x Q positions and the KH x KW windows of
+// another image `v` at those positions, summed over the batch and the positions: per group one GEMM,
+// rows [G, RC/G, B*P*Q] x windows [G, B*P*Q, VC/G*KH*KW] (NCHW; NHWC transposes it). The weights of
+// either direction are then [RC, VC/G, KH, KW] (NHWC: [KH, KW, VC/G, RC]), c and oc in one group:
+//   conv2d:           dW[oc, c, k] = sum g[oc, o] * x[c, o*s - p + k*d]    r = g, v = x, P x Q = OH x OW
+//   conv_transpose2d: dW[c, oc, k] = sum x[c, i] * g[oc, i*s - p + k*d]    r = x, v = g, P x Q = H x W
+// (input i feeds output o = i*s - p + k*d: conv_node's conv_input_pos.) The windows matrix is im2col of
+// v, padded by p in front and behind by what its last window still needs (at most p; for
+// conv_transpose2d p - output_padding, or none).
+template <class N, index_t P, index_t Q, class R, class V>
+auto conv_weight_gemm(const R& r, const V& v) {
   constexpr conv_geometry f = N::geometry;
-  static_assert(!f.transposed, "tenfold::value_and_grad: conv_transpose2d's weight gradient is not built yet");
-  static_assert(f.groups == 1, "tenfold::value_and_grad: the weight gradient of a grouped convolution is not built yet");
-  constexpr index_t B = N::N, C = N::C, OC = N::OC, OH = N::OH, OW = N::OW, KH = N::KH, KW = N::KW;
-  using L = std::conditional_t<N::nhwc, nhwc_t, nchw_t>;
+  constexpr bool nhwc = N::nhwc;
+  using L = std::conditional_t<nhwc, nhwc_t, nchw_t>;
+  constexpr index_t B = N::N, G = N::groups, KH = N::KH, KW = N::KW, M = B * P * Q;
+  constexpr index_t RC = f.transposed ? N::C : N::OC, VC = f.transposed ? N::OC : N::C, RCg = RC / G, VCg = VC / G;
+  using VS = typename V::shape_type;
+  constexpr int h = detail::spatial_axis<VS, L>;
+  constexpr auto behind = [](index_t n, index_t k, index_t s, index_t p, index_t d, index_t extent) {
+    const index_t need = (n - 1) * s + d * (k - 1) + 1 - p - extent;
+    return need > 0 ? need : 0;
+  };
+  constexpr index_t bh = behind(P, KH, f.stride_h, f.pad_h, f.dil_h, VS::dims[h]);
+  constexpr index_t bw = behind(Q, KW, f.stride_w, f.pad_w, f.dil_w, VS::dims[h + 1]);
   // The windows are gathered into a buffer in the GEMM's order (a let: the permutation folds into the
   // reads), so that the matrix is a reshape of memory rather than an index map evaluated per element;
-  // a padded input is padded into a buffer first, so that its windows are strides too.
-  auto product = [g](const auto& xp) {
+  // a padded v is padded into a buffer first, so that its windows are strides too.
+  auto product = [r](const auto& vp) {
     constexpr conv_geometry geo = N::geometry;
-    auto win = detail::windows_of<L, OH, OW, hw{KH, KW}, hw{geo.stride_h, geo.stride_w}, hw{geo.dil_h, geo.dil_w}>(xp);
-    if constexpr (!N::nhwc) { // win [B, C, OH, OW, KH, KW]
-      return let(permute<0, 2, 3, 1, 4, 5>(std::move(win)), [g](const auto& w) {
-        auto cols = reshape<B * OH * OW, C * KH * KW>(w);
-        auto rows = reshape<OC, B * OH * OW>(permute<1, 0, 2, 3>(g));
-        return reshape<OC, C, KH, KW>(matmul(std::move(rows), std::move(cols)));
+    auto win = detail::windows_of<L, P, Q, hw{KH, KW}, hw{geo.stride_h, geo.stride_w}, hw{geo.dil_h, geo.dil_w}>(vp);
+    if constexpr (!nhwc) { // win [B, VC, P, Q, KH, KW] -> [G, B, P, Q, VCg, KH, KW]
+      return let(permute<1, 0, 3, 4, 2, 5, 6>(reshape<B, G, VCg, P, Q, KH, KW>(std::move(win))), [r](const auto& w) {
+        auto cols = reshape<G, M, VCg * KH * KW>(w);
+        auto rows = reshape<G, RCg, M>(permute<1, 2, 0, 3, 4>(reshape<B, G, RCg, P, Q>(r)));
+        return reshape<RC, VCg, KH, KW>(matmul(std::move(rows), std::move(cols)));
       });
-    } else { // win [B, OH, OW, C, KH, KW]
-      return let(permute<0, 1, 2, 4, 5, 3>(std::move(win)), [g](const auto& w) {
-        auto cols = reshape<B * OH * OW, KH * KW * C>(w);
-        return reshape<KH, KW, C, OC>(matmul(transpose(std::move(cols)), reshape<B * OH * OW, OC>(g)));
+    } else { // win [B, P, Q, VC, KH, KW] -> [G, B, P, Q, KH, KW, VCg]
+      return let(permute<3, 0, 1, 2, 5, 6, 4>(reshape<B, P, Q, G, VCg, KH, KW>(std::move(win))), [r](const auto& w) {
+        auto cols = reshape<G, M, KH * KW * VCg>(w);
+        auto rows = permute<1, 0, 2>(reshape<M, G, RCg>(r));
+        auto dw = reshape<G, KH, KW, VCg, RCg>(matmul(swapaxes<1, 2>(std::move(cols)), std::move(rows)));
+        return reshape<KH, KW, VCg, RC>(permute<1, 2, 3, 0, 4>(std::move(dw)));
       });
     }
   };
-  if constexpr (f.pad_h == 0 && f.pad_w == 0 && detail::is_leaf_v<Xn>) return product(x);
-  else if constexpr (f.pad_h == 0 && f.pad_w == 0) return let(x, product);
-  else if constexpr (N::nhwc) return let(pad<0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w, 0, 0>(x, 0), product);
-  else return let(pad<0, 0, 0, 0, f.pad_h, f.pad_h, f.pad_w, f.pad_w>(x, 0), product);
+  constexpr index_t ph = f.pad_h, pw = f.pad_w;
+  if constexpr (ph + bh + pw + bw == 0 && detail::is_leaf_v<V>) return product(v);
+  else if constexpr (ph + bh + pw + bw == 0) return let(v, product);
+  else if constexpr (nhwc) return let(pad<0, 0, ph, bh, pw, bw, 0, 0>(v, 0), product);
+  else return let(pad<0, 0, 0, 0, ph, bh, pw, bw>(v, 0), product);
+}
+template <class N, class Xn, class G>
+auto conv_weight_adjoint(const Xn& x, const G& g) {
+  if constexpr (!N::geometry.transposed) return conv_weight_gemm<N, N::OH, N::OW>(detail::as_node(g), x);
+  else return conv_weight_gemm<N, N::H, N::W>(x, detail::as_node(g));
 }
 
 } // namespace tenfold::autodiff
