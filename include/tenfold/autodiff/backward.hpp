@@ -12,8 +12,9 @@
 // The adjoints of views are in autodiff/view_adjoint.hpp, those of convolutions in autodiff/conv_adjoint.hpp.
 //
 // Not yet: the forward values are recomputed inside each gradient (saving them is the program's plan's
-// job), and the weights of grouped or transposed convolutions have no adjoint yet: a compile error that
-// says so. (take's adjoint, a scatter-add, runs on the CPU only.)
+// job), and conv_transpose2d's input gradient needs its output padding below the stride (one at or past
+// the stride, allowed below a larger dilation, is a compile error that says so). (take's adjoint, a
+// scatter-add, runs on the CPU only.)
 #include <string>
 #include <tuple>
 #include <utility>
@@ -23,19 +24,13 @@
 #include "tenfold/core/attention_grad_node.hpp"
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/let.hpp"
+#include "tenfold/core/param_holder.hpp"
 #include "tenfold/core/scatter_node.hpp"
 #include "tenfold/ops/attention.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
 
 namespace tenfold::autodiff {
-
-// A parameter's storage, named in the type by the function being differentiated and the position.
-template <class T, class Tag, int K>
-struct param_holder {
-  T* ptr = nullptr;
-  TENFOLD_HD T* data() const { return ptr; }
-};
 
 // What a gradient is taken with respect to: parameter K of Tag, or the placeholders of the let with tag
 // Tag; S is its shape.
@@ -50,8 +45,8 @@ struct slot_target {
 
 template <class Target, class N>
 inline constexpr bool reads_target = false;
-template <class Tag, int K, class S, class T, class LS, auto St, index_t O>
-inline constexpr bool reads_target<param_target<Tag, K, S>, detail::leaf<T, LS, St, O, param_holder<T, Tag, K>>> = true;
+template <class Tag, int K, class S, class T, class LS, auto St, index_t O, class M>
+inline constexpr bool reads_target<param_target<Tag, K, S>, detail::leaf<T, LS, St, O, param_holder<T, Tag, K, M>>> = true;
 template <class Tag, class S, class T, class LS, auto St, index_t O, class U>
 inline constexpr bool reads_target<slot_target<Tag, S>, detail::leaf<T, LS, St, O, detail::slot_holder<U, Tag>>> = true;
 
@@ -395,11 +390,31 @@ auto gradient(const N& n, const G& g) {
 
 namespace tenfold {
 namespace autodiff {
+// The memory a parameter lies in: the holder of its own leaf where it has one (a device tensor's expr()
+// marks device memory), void for host memory.
+template <class L>
+struct holder_of {
+  using type = void;
+};
+template <class T, class S, auto St, index_t O, class H>
+struct holder_of<detail::leaf<T, S, St, O, H>> {
+  using type = H;
+};
+template <class P>
+struct memory_of {
+  using type = void;
+};
+template <class P>
+  requires requires(const P& p) { p.expr(); }
+struct memory_of<P> {
+  using type = typename holder_of<decltype(std::declval<const P&>().expr())>::type;
+};
 // Parameter K of the function tagged Tag: a leaf on p's storage whose holder names it.
 template <class Tag, int K, class P>
 auto param_leaf(const P& p) {
   using T = const typename P::value_type;
-  return detail::leaf<T, typename P::shape_type, detail::canon(strides_of<typename P::shape_type>), 0, param_holder<T, Tag, K>>{{}, {p.data()}};
+  using H = param_holder<T, Tag, K, typename memory_of<P>::type>;
+  return detail::leaf<T, typename P::shape_type, detail::canon(strides_of<typename P::shape_type>), 0, H>{{}, {p.data()}};
 }
 // The gradient of <seed, out> with respect to each parameter, one expression of its shape each (zeros
 // where out does not depend on it).

@@ -21,6 +21,10 @@ struct arena_slots : plan::memory_hooks<device_holder> {
   stream_ref stream{};
   int next = 0;
 
+  template <class L>
+  auto leaf(L&& l) const {
+    return std::remove_cvref_t<decltype(kernel_leaf(l))>(kernel_leaf(l));
+  }
   template <class T, class S>
   device_leaf<T, S> take() {
     if (next >= count) throw error(tenfold::detail::message("tenfold::cuda: more buffers taken than the arena plan holds (", count, ")"));

@@ -5,6 +5,7 @@
 // reach a kernel by mistake. Copies between host and device are explicit and checked.
 #include <string>
 
+#include "tenfold/core/param_holder.hpp"
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/cuda/memory.hpp"
 
@@ -21,6 +22,22 @@ template <class N>
 inline constexpr bool is_device_leaf_v = false;
 template <class T, class S, auto St, index_t O, class E>
 inline constexpr bool is_device_leaf_v<tenfold::detail::leaf<T, S, St, O, device_holder<E>>> = true;
+// A parameter of a function reverse mode differentiates, on a device tensor (value_and_grad and vjp
+// called with cuda::Tensors).
+template <class T, class S, auto St, index_t O, class E, class Tag, int K, class F>
+inline constexpr bool is_device_leaf_v<tenfold::detail::leaf<T, S, St, O, autodiff::param_holder<E, Tag, K, device_holder<F>>>> = true;
+
+// A leaf as a kernel reads it: such a parameter's leaf becomes a plain device leaf (its holder's type
+// names the function being differentiated, often a host lambda, which nvcc does not take in a kernel's
+// template arguments; the walk has matched parameters by then).
+template <class L>
+const L& kernel_leaf(const L& l) {
+  return l;
+}
+template <class T, class S, auto St, index_t O, class E, class Tag, int K, class F>
+auto kernel_leaf(const tenfold::detail::leaf<T, S, St, O, autodiff::param_holder<E, Tag, K, device_holder<F>>>& l) {
+  return tenfold::detail::leaf<T, S, St, O, device_holder<T>>{{}, {l.data()}};
+}
 
 // A contiguous device leaf over p.
 template <class T, class S>
