@@ -1,4 +1,4 @@
-// Gradients through flips, concat, stack, strided slices and overlapping pooling windows
+// Gradients through flips, concat, stack, strided slices, tile, repeat and overlapping pooling windows
 // (autodiff/view_adjoint.hpp). A flip of a parameter folds into negative strides, a flip of an opaque
 // value (a matmul) stays a view with a negative coefficient; either way the adjoint is the same flip of g.
 // The pair swap of rotary position embeddings, reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is
@@ -373,5 +373,41 @@ TEST_CASE("pooling with overlapping windows: every window's share lands on its e
     pool_geometry q{2, 3, 9, 8, 3, 2, 0, 1};
     q.nhwc = true;
     CHECK(worst_error(g, pool_gradient(q, pool_kind::max, y.data(), r.data())) < 1e-6);
+  }
+}
+
+TEST_CASE("tile and repeat: each source element gets the sum of g over its copies", "[autodiff][views][tile]") {
+  const auto x = random_tensor<double, shape<3, 4>>(61);
+  const auto ones = random_tensor<double, shape<1, 4>>(62);
+  {
+    const auto r = random_tensor<double, shape<2, 6, 12>>(63); // tile<2, 2, 3>: a new leading axis
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(tile<2, 2, 3>(x_ * x_) * r); }, x);
+    const Tensor<double, shape<3, 4>> g = d;
+    std::vector<ld> want(12, 0.0L);
+    for (index_t a = 0; a < 2; ++a)
+      for (index_t i = 0; i < 6; ++i)
+        for (index_t j = 0; j < 12; ++j) want[std::size_t((i % 3) * 4 + j % 4)] += r(a, i, j) * 2 * ld(x(i % 3, j % 4));
+    CHECK(worst_error(g, want) < 1e-14);
+  }
+  {
+    const auto r = random_tensor<double, shape<3, 8>>(64); // an extent-1 axis tiled, a longer one too
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(tile<3, 2>(x_) * r); }, ones);
+    const Tensor<double, shape<1, 4>> g = d;
+    std::vector<ld> want(4, 0.0L);
+    for (index_t i = 0; i < 3; ++i)
+      for (index_t j = 0; j < 8; ++j) want[std::size_t(j % 4)] += r(i, j);
+    CHECK(worst_error(g, want) < 1e-14);
+  }
+  {
+    const auto r = random_tensor<double, shape<3, 12>>(65);
+    const auto s = random_tensor<double, shape<6, 4>>(66);
+    auto [l, d] = value_and_grad([&](const auto& x_) { return sum(repeat<3, 1>(x_) * r) + sum(repeat<2, 0>(exp(x_)) * s); }, x);
+    const Tensor<double, shape<3, 4>> g = d;
+    std::vector<ld> want(12, 0.0L);
+    for (index_t i = 0; i < 3; ++i)
+      for (index_t j = 0; j < 12; ++j) want[std::size_t(i * 4 + j / 3)] += r(i, j);
+    for (index_t i = 0; i < 6; ++i)
+      for (index_t j = 0; j < 4; ++j) want[std::size_t((i / 2) * 4 + j)] += s(i, j) * std::exp(ld(x(i / 2, j)));
+    CHECK(worst_error(g, want) < 1e-14);
   }
 }

@@ -402,12 +402,67 @@ template <class M>
 struct map_read_of {
   static constexpr auto value = map_read<M>();
 };
+
+// tile and repeat read their source at an index modulo or divided by its extent (not linear): every
+// source element is read once per copy, so its gradient is g summed over the copies. tile's g
+// [lead..., r_0 n_0, r_1 n_1, ...] is split into [lead..., r_0, n_0, r_1, n_1, ...] and summed over the
+// leading and the r axes; repeat's axis n K into [n, K], summed over K.
+template <class M>
+inline constexpr bool is_tile_map_v = false;
+template <class In, class Out>
+inline constexpr bool is_tile_map_v<detail::tile_map<In, Out>> = true;
+template <class M>
+inline constexpr bool is_repeat_map_v = false;
+template <class In, int Axis, index_t K>
+inline constexpr bool is_repeat_map_v<detail::repeat_map<In, Axis, K>> = true;
+template <class In, int Axis, index_t K>
+constexpr int repeat_axis(detail::repeat_map<In, Axis, K>*) {
+  return Axis;
+}
+
+template <class M, class X>
+auto copies_adjoint(X&& g) {
+  using In = typename M::in_shape;
+  using Out = typename M::out_shape;
+  constexpr int RI = In::rank;
+  if constexpr (is_tile_map_v<M>) {
+    constexpr int L = Out::rank - RI, R = L + 2 * RI, C = L + RI;
+    constexpr auto split = [] {
+      std::array<index_t, R + 1> d{};
+      for (int i = 0; i < L; ++i) d[i] = Out::dims[i];
+      for (int j = 0; j < RI; ++j) {
+        const index_t n = In::dims[j], m = Out::dims[L + j];
+        d[L + 2 * j] = n > 1 ? m / n : m, d[L + 2 * j + 1] = n > 1 ? n : 1;
+      }
+      return d;
+    }();
+    constexpr auto copies = [] {
+      std::array<int, C + 1> a{};
+      for (int i = 0; i < L; ++i) a[i] = i;
+      for (int j = 0; j < RI; ++j) a[L + j] = L + 2 * j;
+      return a;
+    }();
+    return [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+      return reshape_to<In>(tenfold::sum(reshape<split[I]...>(std::forward<X>(g)), axes<copies[J]...>));
+    }(std::make_index_sequence<std::size_t(R)>{}, std::make_index_sequence<std::size_t(C)>{});
+  } else {
+    constexpr int axis = repeat_axis(static_cast<M*>(nullptr));
+    constexpr index_t n = In::dims[axis], k = Out::dims[axis] / (n ? n : 1);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return reshape_to<In>(tenfold::sum(
+          reshape<(int(I) < axis ? In::dims[I] : int(I) == axis ? n : int(I) == axis + 1 ? k : In::dims[I - 1])...>(std::forward<X>(g)),
+          axes<axis + 1>));
+    }(std::make_index_sequence<std::size_t(RI + 1)>{});
+  }
+}
+
 template <class M, class X>
 auto view_adjoint(X&& g) {
   using In = typename M::in_shape;
   if constexpr (detail::is_reshape_map_v<M>) return reshape_to<In>(std::forward<X>(g));
   else if constexpr (requires { M::src; M::scale; M::off; } || requires { M::coef; M::off; })
     return scatter_linear<In, map_read_of<M>>(std::forward<X>(g));
+  else if constexpr (is_tile_map_v<M> || is_repeat_map_v<M>) return copies_adjoint<M>(std::forward<X>(g));
   else return no_adjoint_yet<M>{};
 }
 
