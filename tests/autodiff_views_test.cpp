@@ -1,4 +1,4 @@
-// Gradients through flips, concat, stack, strided slices, tile, repeat and overlapping pooling windows
+// Gradients through flips, concat, stack, strided slices, tile, repeat and pooling windows (overlapping, adaptive)
 // (autodiff/view_adjoint.hpp). A flip of a parameter folds into negative strides, a flip of an opaque
 // value (a matmul) stays a view with a negative coefficient; either way the adjoint is the same flip of g.
 // The pair swap of rotary position embeddings, reshape<..., D>(flip<-1>(reshape<..., D/2, 2>(x))), is
@@ -410,4 +410,33 @@ TEST_CASE("tile and repeat: each source element gets the sum of g over its copie
       for (index_t j = 0; j < 4; ++j) want[std::size_t((i / 2) * 4 + j)] += s(i, j) * std::exp(ld(x(i / 2, j)));
     CHECK(worst_error(g, want) < 1e-14);
   }
+}
+
+TEST_CASE("adaptive_avg_pool2d with uneven windows: each window's share over its own elements", "[autodiff][views][pool]") {
+  // 14 -> 5 rows (windows of 3 and 4, overlapping) and 8 -> 3 columns, NCHW on x and NHWC on x * x.
+  const auto x = random_tensor<double, shape<2, 3, 14, 8>>(71);
+  const auto r = random_tensor<double, shape<2, 3, 5, 3>>(72);
+  const auto y = random_tensor<double, shape<2, 14, 8, 3>>(73);
+  const auto s = random_tensor<double, shape<2, 5, 3, 3>>(74);
+  auto [l, d] = value_and_grad([&](const auto& x_) { return sum(adaptive_avg_pool2d<5, 3>(x_) * r); }, x);
+  auto [l2, d2] = value_and_grad([&](const auto& y_) { return sum(adaptive_avg_pool2d<5, 3>(y_ * y_, nhwc) * s); }, y);
+  const Tensor<double, shape<2, 3, 14, 8>> g = d;
+  const Tensor<double, shape<2, 14, 8, 3>> g2 = d2;
+  std::vector<ld> want(std::size_t(g.size()), 0.0L), want2(std::size_t(g2.size()), 0.0L);
+  const auto start = [](index_t o, index_t n, index_t outs) { return o * n / outs; };
+  const auto end = [](index_t o, index_t n, index_t outs) { return ((o + 1) * n + outs - 1) / outs; };
+  for (index_t b = 0; b < 2; ++b)
+    for (index_t c = 0; c < 3; ++c)
+      for (index_t oh = 0; oh < 5; ++oh)
+        for (index_t ow = 0; ow < 3; ++ow) {
+          const index_t h0 = start(oh, 14, 5), h1 = end(oh, 14, 5), w0 = start(ow, 8, 3), w1 = end(ow, 8, 3);
+          const ld count = ld((h1 - h0) * (w1 - w0));
+          for (index_t i = h0; i < h1; ++i)
+            for (index_t j = w0; j < w1; ++j) {
+              want[std::size_t(((b * 3 + c) * 14 + i) * 8 + j)] += r(b, c, oh, ow) / count;
+              want2[std::size_t(((b * 14 + i) * 8 + j) * 3 + c)] += s(b, oh, ow, c) / count * 2 * ld(y(b, i, j, c));
+            }
+        }
+  CHECK(worst_error(g, want) < 1e-15);
+  CHECK(worst_error(g2, want2) < 1e-15);
 }

@@ -7,6 +7,7 @@
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/ops/api.hpp"
+#include "tenfold/ops/pooling.hpp"
 
 namespace tenfold::autodiff {
 
@@ -456,6 +457,59 @@ auto copies_adjoint(X&& g) {
   }
 }
 
+// adaptive_avg_pool2d's windows (uneven: window o starts at floor(o n / outs)) read x[start(o) + k]. For
+// one tap (kh, kw) the starts are increasing, so each x position is read by at most one window: the tap's
+// share of g is a gather from x's positions back to the window that read them (the inverse of start),
+// masked where none did. The adjoint is the sum over the KH x KW taps of these gathers, g bound once.
+// (Reads clamped at the input's edge lie outside their window: their g is 0, masked in the forward.)
+TENFOLD_HD constexpr index_t adaptive_window_of(index_t p, index_t n, index_t outs) {
+  if (p < 0) return -1;
+  const index_t o = (p * outs + n - 1) / n;
+  return o < outs && detail::adaptive_start(o, n, outs) == p ? o : -1;
+}
+template <class M>
+inline constexpr bool is_adaptive_window_map_v = false;
+template <class In, class Out, class L>
+inline constexpr bool is_adaptive_window_map_v<detail::adaptive_window_map<In, Out, L>> = true;
+template <class M, index_t KH, index_t KW>
+struct adaptive_tap_map { // from x's index to the index of g [.., OH, OW, .., KH, KW] that tap (KH, KW) read
+  using in_shape = typename M::out_shape;
+  using out_shape = typename M::in_shape;
+  static constexpr int h = M::h, R = out_shape::rank;
+  TENFOLD_HD static constexpr void map(const index_t* out, index_t* in) {
+    for (int j = 0; j < R; ++j) in[j] = out[j];
+    const index_t oh = adaptive_window_of(out[h] - KH, out_shape::dims[h], in_shape::dims[h]);
+    const index_t ow = adaptive_window_of(out[h + 1] - KW, out_shape::dims[h + 1], in_shape::dims[h + 1]);
+    in[h] = oh < 0 ? 0 : oh, in[h + 1] = ow < 0 ? 0 : ow, in[R] = KH, in[R + 1] = KW;
+  }
+};
+struct adaptive_tap_mask {
+  static constexpr const char* name = "adaptive_tap_mask";
+  int h;
+  index_t kh, kw, n_h, n_w, o_h, o_w;
+  TENFOLD_HD bool operator()(const index_t* i) const {
+    return adaptive_window_of(i[h] - kh, n_h, o_h) >= 0 && adaptive_window_of(i[h + 1] - kw, n_w, o_w) >= 0;
+  }
+};
+template <class M, class X>
+auto adaptive_windows_adjoint(X&& g) {
+  using In = typename M::in_shape;
+  using Out = typename M::out_shape;
+  constexpr int h = M::h;
+  constexpr index_t KH = Out::dims[In::rank], KW = Out::dims[In::rank + 1];
+  return read_once(detail::as_node(std::forward<X>(g)), [](const auto& gb) {
+    using T = typename std::remove_cvref_t<decltype(gb)>::value_type;
+    const auto tap = [&]<index_t kh, index_t kw>() {
+      const adaptive_tap_mask m{h, kh, kw, In::dims[h], In::dims[h + 1], Out::dims[h], Out::dims[h + 1]};
+      return where(detail::generator_node<bool, In, adaptive_tap_mask>{{}, m},
+                   detail::apply_view<adaptive_tap_map<M, kh, kw>>(gb), compute_t<T>(0));
+    };
+    return [&]<index_t... K>(std::integer_sequence<index_t, K...>) {
+      return (tap.template operator()<K / KW, K % KW>() + ...);
+    }(std::make_integer_sequence<index_t, KH * KW>{});
+  });
+}
+
 template <class M, class X>
 auto view_adjoint(X&& g) {
   using In = typename M::in_shape;
@@ -463,6 +517,7 @@ auto view_adjoint(X&& g) {
   else if constexpr (requires { M::src; M::scale; M::off; } || requires { M::coef; M::off; })
     return scatter_linear<In, map_read_of<M>>(std::forward<X>(g));
   else if constexpr (is_tile_map_v<M> || is_repeat_map_v<M>) return copies_adjoint<M>(std::forward<X>(g));
+  else if constexpr (is_adaptive_window_map_v<M>) return adaptive_windows_adjoint<M>(std::forward<X>(g));
   else return no_adjoint_yet<M>{};
 }
 
