@@ -145,6 +145,8 @@ TEST_CASE("value_and_grad with device parameters: cross-entropy's gradient on lo
   check_grad(Tensor<float, Z>(gz), oz, "d logits");
 }
 
+// (softmax's own gradient is left out: cross-entropy's above has its row structure, and in this loss it
+// cost nvcc 21 s of CPU.)
 TEST_CASE("value_and_grad with device parameters: row composites, reductions, scans and views match the CPU", "[grad]") {
   TENFOLD_REQUIRE_DEVICE();
   using P = shape<12, 40>;
@@ -154,7 +156,7 @@ TEST_CASE("value_and_grad with device parameters: row composites, reductions, sc
   const auto q = test::random_tensor<float, shape<40, 12>>(-1, 1, 44);
   const auto f = [](const auto& r_, const auto& q_) {
     return [&r_, &q_](const auto& p_, const auto& gamma_) {
-      return sum(layer_norm(p_, gamma_, gamma_ * 0.5f) * r_) + sum(softmax(p_) * r_) + mean(max(p_, axis<0>)) +
+      return sum(layer_norm(p_, gamma_, gamma_ * 0.5f) * r_) + mean(max(p_, axis<0>)) +
              sum(cumsum(transpose(p_ * 0.25f), axis<1>) * q_) + sum(flip<1>(slice<range<1, 12, 2>, whole>(p_)) * 0.5f);
     };
   };
