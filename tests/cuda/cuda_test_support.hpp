@@ -46,14 +46,16 @@ double ulps_apart(double a, double b) {
 template <class T, class S>
 void check_close(const Tensor<T, S>& cpu, const Tensor<T, S>& got, double rel, const std::string& what, double scale = 1e-3) {
   double worst = 0;
+  index_t at = 0;
   for (index_t i = 0; i < S::size; ++i) {
     const double a = double(cpu.data()[i]), b = double(got.data()[i]);
     double err = 0;
     if (std::isnan(a) || std::isnan(b)) err = std::isnan(a) && std::isnan(b) ? 0 : INFINITY;
     else if (a != b) err = std::fabs(a - b) / std::max(std::fabs(a), scale);
-    worst = std::max(worst, err);
+    if (err > worst) worst = err, at = i;
   }
-  INFO(what << ": worst relative error " << worst);
+  INFO(what << ": worst relative error " << worst << " at flat index " << at << " (CPU " << double(cpu.data()[at])
+            << ", device " << double(got.data()[at]) << ")");
   CHECK(worst <= rel);
 }
 } // namespace tenfold::test

@@ -16,15 +16,23 @@
 
 namespace tenfold::optim {
 
-// Moments of one parameter, zero at the start.
-template <class T, class S>
-struct moments {
-  Tensor<T, S> m, v;
-  moments() {
-    std::fill(m.begin(), m.end(), T(0));
-    std::fill(v.begin(), v.end(), T(0));
-  }
+// A parameter, moment or gradient as an expression operand: a host Tensor (or any expression) is one
+// itself, a device tensor (cuda::Tensor) gives its leaf. So every update below runs wherever the
+// parameter lives, as assignments that backend evaluates.
+template <class P>
+decltype(auto) operand_of(const P& p) {
+  if constexpr (requires { p.expr(); }) return p.expr();
+  else return (p);
+}
+
+// Moments of one parameter of type P (a Tensor<T, S> or a cuda::Tensor<T, S>), zero at the start (a
+// fresh tensor is zero-filled on either side).
+template <class P>
+struct moments_of {
+  P m, v;
 };
+template <class T, class S>
+using moments = moments_of<Tensor<T, S>>;
 
 struct adam_options {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
@@ -46,24 +54,30 @@ class adam {
   }
   void begin_step() { begin_step(options.lr); }
 
-  template <class T, class S, class G>
-  void update(Tensor<T, S>& p, moments<T, S>& s, const G& grad) const {
+  template <class P, class G>
+  void update(P& p, moments_of<P>& s, const G& grad) const {
     update(p, s.m, s.v, grad);
   }
-  // The same with the moments m and v held elsewhere (tensors of p's shape, zero at the start).
-  template <class T, class S, class G>
-  void update(Tensor<T, S>& p, Tensor<T, S>& m, Tensor<T, S>& v, const G& grad) const {
-    static_assert(std::is_same_v<detail::shape_of_t<G>, S>, "tenfold::optim::adam: the gradient must have the parameter's shape");
+  // The same with the moments m and v held elsewhere (tensors of p's type, zero at the start).
+  template <class P, class G>
+  void update(P& p, P& m, P& v, const G& grad) const {
+    using T = typename P::value_type;
+    auto&& g = operand_of(grad);
+    auto&& pe = operand_of(p);
+    auto&& me = operand_of(m);
+    auto&& ve = operand_of(v);
+    static_assert(std::is_same_v<detail::shape_of_t<std::remove_cvref_t<decltype(g)>>, typename P::shape_type>,
+                  "tenfold::optim::adam: the gradient must have the parameter's shape");
     const T b1 = options.beta1, b2 = options.beta2, wd = options.weight_decay;
     if (options.decoupled || wd == 0) {
-      if (options.decoupled && wd != 0) p = p * T(1 - lr_ * wd);
-      m = m * b1 + grad * T(1 - b1);
-      v = v * b2 + square(grad) * T(1 - b2);
+      if (options.decoupled && wd != 0) p = pe * T(1 - lr_ * wd);
+      m = me * b1 + g * T(1 - b1);
+      v = ve * b2 + square(g) * T(1 - b2);
     } else {
-      m = m * b1 + (grad + p * wd) * T(1 - b1);
-      v = v * b2 + square(grad + p * wd) * T(1 - b2);
+      m = me * b1 + (g + pe * wd) * T(1 - b1);
+      v = ve * b2 + square(g + pe * wd) * T(1 - b2);
     }
-    p = p - m * T(lr_ / bias1_) / (sqrt(v) * T(1 / std::sqrt(bias2_)) + T(options.eps));
+    p = pe - me * T(lr_ / bias1_) / (sqrt(ve) * T(1 / std::sqrt(bias2_)) + T(options.eps));
   }
 
  private:
@@ -85,18 +99,23 @@ class sgd {
   void begin_step(float lr) { lr_ = lr, ++step_; }
   void begin_step() { begin_step(options.lr); }
 
-  template <class T, class S, class G>
-  void update(Tensor<T, S>& p, moments<T, S>& s, const G& grad) const {
-    static_assert(std::is_same_v<detail::shape_of_t<G>, S>, "tenfold::optim::sgd: the gradient must have the parameter's shape");
+  template <class P, class G>
+  void update(P& p, moments_of<P>& s, const G& grad) const {
+    using T = typename P::value_type;
+    auto&& g = operand_of(grad);
+    auto&& pe = operand_of(p);
+    auto&& ve = operand_of(s.m);
+    static_assert(std::is_same_v<detail::shape_of_t<std::remove_cvref_t<decltype(g)>>, typename P::shape_type>,
+                  "tenfold::optim::sgd: the gradient must have the parameter's shape");
     const T mu = options.momentum, wd = options.weight_decay, lr = lr_;
     if (mu == 0) {
-      p = p - (grad + p * wd) * lr;
+      p = pe - (g + pe * wd) * lr;
       return;
     }
-    if (step_ == 1) s.m = grad + p * wd;
-    else s.m = s.m * mu + grad + p * wd;
-    if (options.nesterov) p = p - (grad + p * wd + s.m * mu) * lr;
-    else p = p - s.m * lr;
+    if (step_ == 1) s.m = g + pe * wd;
+    else s.m = ve * mu + g + pe * wd;
+    if (options.nesterov) p = pe - (g + pe * wd + ve * mu) * lr;
+    else p = pe - ve * lr;
   }
 
  private:
@@ -106,20 +125,22 @@ class sgd {
 
 // Clipping by global norm (PyTorch's clip_grad_norm_): the norm of all the gradients together; where it
 // exceeds max_norm every gradient is scaled by max_norm / (norm + 1e-6). Returns the norm before clipping.
+// The gradients are tensors on the host or on a device (each one's square sum is read back).
 template <class... G>
 double clip_grad_norm(double max_norm, G&... grads) {
   double squares = 0;
-  auto add = [&squares](auto& g) {
-    using T = typename std::remove_cvref_t<decltype(g)>::value_type;
-    Tensor<T, shape<>> s = sum(square(g));
-    squares += double(s());
+  auto add = [&squares]<template <class, class> class TT, class T, class S>(TT<T, S>& g) {
+    TT<T, shape<>> s;
+    s = sum(square(operand_of(g)));
+    if constexpr (requires { s(); }) squares += double(s());
+    else squares += double(to_host(s)()); // a device tensor: its backend's to_host, found by ADL
   };
   (add(grads), ...);
   const double norm = std::sqrt(squares);
   if (norm > max_norm) {
     auto scale = [f = max_norm / (norm + 1e-6)](auto& g) {
       using T = typename std::remove_cvref_t<decltype(g)>::value_type;
-      g = g * T(f);
+      g = operand_of(g) * T(f);
     };
     (scale(grads), ...);
   }
