@@ -41,7 +41,7 @@ struct mul : binary<mul> {
   TENFOLD_OP_NAME(mul);
   template <class... V> using result_type = bool_closed_t<V...>;
   template <class T> TENFOLD_HD static T scalar(T a, T b) { return sc::wrapping_mul(a, b); }
-  template <class B> static B simd(const B& a, const B& b) { return a * b; }
+  template <class B> static B simd(const B& a, const B& b) { return sc::wrapping_mul(a, b); }
   static long double reference(long double a, long double b) { return a * b; }
   template <int K>
   static auto vjp([[maybe_unused]] const auto& a, [[maybe_unused]] const auto& b, [[maybe_unused]] const auto& y,

@@ -71,8 +71,8 @@ struct prod : reduction<prod, reduce_result::wide> {
   }
   template <class A> TENFOLD_HD static A merge(A a, A b) { return sc::wrapping_mul(a, b); }
   template <class A> TENFOLD_HD static A finalize(A a, index_t) { return a; }
-  template <class B> static B simd_combine(const B& acc, const B& x) { return acc * x; }
-  template <class B> static B simd_merge(const B& a, const B& b) { return a * b; }
+  template <class B> static B simd_combine(const B& acc, const B& x) { return sc::wrapping_mul(acc, x); }
+  template <class B> static B simd_merge(const B& a, const B& b) { return sc::wrapping_mul(a, b); }
   static long double reference(const long double* x, index_t n) {
     long double p = 1;
     for (index_t i = 0; i < n; ++i) p *= x[i];

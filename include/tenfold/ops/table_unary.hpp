@@ -66,6 +66,19 @@ TENFOLD_HD constexpr T wrapping_mul(T a, T b) {
   if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(a) * wrap_unsigned_t<T>(b));
   else return T(a * b);
 }
+// The same for SIMD batches: xsimd multiplies lane by lane in C where the ISA has no instruction for the
+// type (int32 on SSE2, int64 before AVX-512DQ), where a signed overflow would be undefined; signed lanes
+// multiply as unsigned ones (the same bits as the wrapped product, and the same instruction where there
+// is one).
+template <class T, class A>
+xsimd::batch<T, A> wrapping_mul(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
+  if constexpr (wraps_v<T>) {
+    using U = xsimd::batch<std::make_unsigned_t<T>, A>;
+    return xsimd::bitwise_cast<xsimd::batch<T, A>>(xsimd::bitwise_cast<U>(a) * xsimd::bitwise_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
 template <class T>
 TENFOLD_HD constexpr T wrapping_neg(T a) {
   if constexpr (wraps_v<T>) return T(wrap_unsigned_t<T>(0) - wrap_unsigned_t<T>(a));
@@ -132,7 +145,12 @@ struct abs : unary<abs, category::arith> {
     if constexpr (std::is_integral_v<T>) return x < 0 ? sc::wrapping_neg(x) : x; // abs(INT_MIN) is INT_MIN, as NumPy's
     else return std::fabs(x);
   }
-  template <class B> static B simd(const B& x) { return xsimd::abs(x); }
+  // Integers: 0 - x where x < 0 (the lanes wrap; xsimd's own abs is std::abs lane by lane where the ISA
+  // has no instruction, e.g. int32 on SSE2, and std::abs(INT_MIN) is undefined).
+  template <class B> static B simd(const B& x) {
+    if constexpr (sc::wraps_v<typename B::value_type>) return xsimd::select(x < B(0), B(0) - x, x);
+    else return xsimd::abs(x);
+  }
   static long double reference(long double x) { return std::fabs(x); }
   static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * call<sign>(x); // 0 at 0, as PyTorch
@@ -155,7 +173,7 @@ struct sign : unary<sign, category::arith> {
 struct square : unary<square, category::arith> {
   TENFOLD_OP_NAME(square);
   template <class T> TENFOLD_HD static T scalar(T x) { return sc::wrapping_mul(x, x); }
-  template <class B> static B simd(const B& x) { return x * x; }
+  template <class B> static B simd(const B& x) { return sc::wrapping_mul(x, x); }
   static long double reference(long double x) { return x * x; }
   static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
     return g * (x + x);
