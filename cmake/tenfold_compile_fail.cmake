@@ -40,12 +40,7 @@ add_custom_command(
   DEPENDS "${TENFOLD_COMPILE_FAIL_PCH}" ${tenfold_compile_fail_headers}
   COMMENT "Precompiling tenfold.hpp for the compile-fail tests"
   COMMAND_EXPAND_LISTS VERBATIM)
-# Built with the tests, except in a sanitized build, whose CI run leaves the compile-fail tests out.
-if(TENFOLD_SANITIZE)
-  add_custom_target(compile_fail_pch DEPENDS "${TENFOLD_COMPILE_FAIL_PCH}.gch")
-else()
-  add_custom_target(compile_fail_pch ALL DEPENDS "${TENFOLD_COMPILE_FAIL_PCH}.gch")
-endif()
+add_custom_target(compile_fail_pch ALL DEPENDS "${TENFOLD_COMPILE_FAIL_PCH}.gch")
 
 function(tenfold_compile_fail name source regex)
   set(src "${PROJECT_SOURCE_DIR}/tests/compile_fail/${source}")
