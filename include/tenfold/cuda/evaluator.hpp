@@ -3,6 +3,7 @@
 // plan/'s, as on the CPU: materialised values first (one kernel each, into the program's arena, in the
 // planner's order), then one kernel for the root, chosen at compile time from its type:
 //   - an elementwise root over one matmul      -> the GEMM, the root applied in its store (cuda/gemm.hpp)
+//   - an elementwise root over one convolution -> a thread per output (direct convolution, the root applied)
 //   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
 //   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
 //   - a scan                                   -> a thread per scanned line
@@ -67,7 +68,12 @@ void run(const Dst& dst, const N& n, stream_ref s) {
     static_assert(sizeof(N) == 0, "tenfold::cuda: the gradient of take/embedding (a scatter-add) has no CUDA kernel "
                                   "yet: evaluate it on the CPU");
   else if constexpr (S::size == 0) return;
-  else if constexpr (plan::gemm_root_v<N>) run_gemm(dst, n, s);
+  else if constexpr (plan::gemm_root_v<N>) {
+    // A convolution (and its epilogue) runs directly: a thread per output element, whose value the
+    // root's at() computes, the convolution's sum over its window included. (Not yet the implicit GEMM.)
+    if constexpr (tenfold::detail::is_conv_node_v<gemm_of_t<N>>) run_elementwise(dst, n, s);
+    else run_gemm(dst, n, s);
+  }
   else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
     if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
     else run_pointwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours

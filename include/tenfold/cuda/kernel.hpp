@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/core/views_compose.hpp"
@@ -56,6 +57,9 @@ template <class C, class Pads>
 struct pad_key {};
 template <int Axis, class... C>
 struct concat_key {};
+// ...and of the convolution, whose geometry (a class) becomes its fields as an index_t pack.
+template <class CX, class CW, class Geometry>
+struct conv_key {};
 
 // key_of(N*): std::type_identity of N's encoded form. A function with a deduced return type, not a
 // trait's member typedef: nvcc's stub spells a type by the path it was reached through, and a path
@@ -78,6 +82,8 @@ template <class C, auto Pads>
 auto key_of(tenfold::detail::pad_node<C, Pads>*);
 template <int Axis, class... C>
 auto key_of(tenfold::detail::concat_node<Axis, C...>*);
+template <class CX, class CW, conv_geometry G>
+auto key_of(tenfold::detail::conv2d_node<CX, CW, G>*);
 
 template <class T>
 using key_t = typename decltype(key_of(static_cast<T*>(nullptr)))::type;
@@ -119,6 +125,18 @@ auto key_of(tenfold::detail::concat_node<Axis, C...>*) {
   return std::type_identity<concat_key<Axis, key_t<C>...>>{};
 }
 
+template <class CX, class CW, conv_geometry G>
+auto key_of(tenfold::detail::conv2d_node<CX, CW, G>*) {
+  using fields = value_pack<index_t, G.stride_h, G.stride_w, G.pad_h, G.pad_w, G.dil_h, G.dil_w, G.out_pad_h, G.out_pad_w,
+                            G.groups, index_t(G.layout), index_t(G.transposed)>;
+  return std::type_identity<conv_key<key_t<CX>, key_t<CW>, fields>>{};
+}
+template <index_t... V>
+constexpr conv_geometry geometry_of(value_pack<index_t, V...>) {
+  constexpr index_t v[] = {V...};
+  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], conv_layout(v[9]), v[10] != 0};
+}
+
 template <class T>
 struct decode {
   using type = T;
@@ -155,6 +173,10 @@ struct decode<pad_key<C, Pads>> {
 template <int Axis, class... C>
 struct decode<concat_key<Axis, C...>> {
   using type = tenfold::detail::concat_node<Axis, typename decode<C>::type...>;
+};
+template <class CX, class CW, class Geometry>
+struct decode<conv_key<CX, CW, Geometry>> {
+  using type = tenfold::detail::conv2d_node<typename decode<CX>::type, typename decode<CW>::type, geometry_of(Geometry{})>;
 };
 template <class T>
 using decode_t = typename decode<T>::type;
