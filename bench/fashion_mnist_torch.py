@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The peer of examples/fashion_mnist in PyTorch (CPU): the same CNN, data, optimizer and schedule.
+"""The peer of examples/fashion_mnist in PyTorch (CPU or GPU): the same CNN, data, optimizer and schedule.
 
     python3 bench/fashion_mnist_torch.py [--epochs N] [--steps N] [--model cnn|mlp] [--channels-last]
                                          [--threads N] [--timed-steps N] [--seed N] [--data DIR] [--json FILE]
+                                         [--device cpu|cuda]
 
 Model (cnn.hpp): conv 3x3 pad 1 1->16 (no bias) -> BatchNorm -> ReLU -> maxpool 2 -> conv 16->32 (no bias)
 -> BatchNorm -> ReLU -> maxpool 2 -> Linear(1568, 128) -> ReLU -> Dropout(0.25) -> Linear(128, 10),
 cross-entropy. --model mlp: 784 -> 256 -> ReLU -> 10 with the same optimizer and schedule. Adam lr 2e-3,
 batch 64, drop_last, reshuffled every epoch, lr per step = tenfold::optim::cosine_lr (warm-up of a
 quarter epoch, then cosine to 0). --channels-last keeps the CNN's activations NHWC (tenfold's layout)
-and flattens them in NHWC order, as the C++ example does.
+and flattens them in NHWC order, as the C++ example does. --device cuda trains on the GPU as
+`fashion_mnist --device cuda` does: each batch gathered on the host and copied to the device.
 
 Prints one line per epoch in the C++ example's format ("epoch E/N: train loss L, test accuracy A,
 S s (I images/s)"; S counts the training steps only, the test pass is not in it), then the mean step
@@ -122,15 +124,15 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def test_accuracy(model, x_test, y_test, channels_last):
+def test_accuracy(model, x_test, y_test, channels_last, device):
     model.eval()
     correct = 0
     with torch.inference_mode():
         for b in range(0, x_test.shape[0] // EVAL_BATCH * EVAL_BATCH, EVAL_BATCH):
-            x = x_test[b:b + EVAL_BATCH]
+            x = x_test[b:b + EVAL_BATCH].to(device)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            correct += int((model(x).argmax(1) == y_test[b:b + EVAL_BATCH]).sum())
+            correct += int((model(x).argmax(1) == y_test[b:b + EVAL_BATCH].to(device)).sum())
     model.train()
     return correct / x_test.shape[0]
 
@@ -147,6 +149,7 @@ def parse():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = p.parse_args()
     if a.epochs < 1 or a.steps < 0 or a.threads < 1 or a.timed_steps < 1:
         p.error("--epochs, --threads and --timed-steps must be at least 1, --steps at least 0")
@@ -164,6 +167,8 @@ def main():
     x_test, y_test = load_split(a.data, "t10k")
 
     model = CNN(nhwc_flatten=a.channels_last) if a.model == "cnn" else MLP()
+    device = torch.device(a.device)
+    model = model.to(device)
     if a.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
@@ -174,7 +179,8 @@ def main():
     total, warmup = steps * a.epochs, steps // 4
     timed_first, timed_last = 20, 20 + a.timed_steps  # global steps [20, 20+N)
     layout = " channels_last" if a.channels_last else ""
-    print(f"fashion_mnist_torch: {a.model}{layout}, torch {torch.__version__}, {a.threads} threads, {cpu_model()}; "
+    where = torch.cuda.get_device_name() if a.device == "cuda" else f"{a.threads} threads, {cpu_model()}"
+    print(f"fashion_mnist_torch: {a.model}{layout}, torch {torch.__version__}, {where}; "
           f"{steps} steps of {BATCH} images per epoch, {a.epochs} epochs, Adam lr {a.lr:g} (cosine)", flush=True)
 
     step_times, epochs, reached = [], [], None
@@ -187,7 +193,7 @@ def main():
         for k in range(steps):
             s0 = time.perf_counter()
             index = order[k * BATCH:(k + 1) * BATCH]
-            x, y = x_train[index], y_train[index]
+            x, y = x_train[index].to(device), y_train[index].to(device)
             if a.channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             global_step = (epoch - 1) * steps + k
@@ -205,7 +211,7 @@ def main():
             step_times.append(time.perf_counter() - s0)
         secs = time.perf_counter() - e0
         train_seconds += secs
-        accuracy = test_accuracy(model, x_test, y_test, a.channels_last)
+        accuracy = test_accuracy(model, x_test, y_test, a.channels_last, device)
         if reached is None and accuracy >= TARGET_ACCURACY:
             reached = train_seconds
         epochs.append({"epoch": epoch, "train_loss": loss_sum / steps, "test_accuracy": accuracy, "seconds": secs,

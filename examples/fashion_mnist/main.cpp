@@ -2,6 +2,7 @@
 // after every epoch. Data: the IDX files of Debian's dataset-fashion-mnist package.
 //
 //   fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]
+//                 [--device cpu|cuda]
 //   fashion_mnist --eval FILE [--data DIR]
 //   mpirun -np R fashion_mnist ...        (data-parallel, where built with MPI)
 //
@@ -16,6 +17,9 @@
 // up to float summation order (cnn.hpp). Rank 0 prints and writes the files; the test accuracy is
 // counted by all ranks, each on its share of the test set. Each rank uses cores / (ranks on its host)
 // threads unless TENFOLD_NUM_THREADS says otherwise.
+//
+// --device cuda trains on the GPU (device_step.hpp; where built with CUDA, one process): the same
+// network, batches and dropout masks, so the same run up to float rounding.
 #include <sched.h>
 #include <unistd.h>
 
@@ -35,6 +39,9 @@
 
 #include "plot.hpp"
 #include "steps.hpp" // cnn.hpp, and the communicator: MPI's where built with it
+#ifdef FASHION_MNIST_CUDA
+#include "device_step.hpp"
+#endif
 
 namespace {
 using namespace tenfold;
@@ -51,10 +58,12 @@ struct options {
   float lr = 2e-3f;
   std::uint64_t seed = 1;
   std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval, log_steps;
+  bool cuda = false; // --device cuda
 };
 
 [[noreturn]] void usage(const char* what) {
   std::fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]\n"
+                       "                     [--device cpu|cuda]\n"
                        "       fashion_mnist --eval FILE [--data DIR]\n", what);
   std::exit(2);
 }
@@ -81,9 +90,17 @@ options parse(int argc, char** argv) {
     else if (a == "--out") o.out = value();
     else if (a == "--eval") o.eval = value();
     else if (a == "--log-steps") o.log_steps = value();
+    else if (a == "--device") {
+      const std::string d = value();
+      if (d != "cpu" && d != "cuda") usage("--device takes cpu or cuda");
+      o.cuda = d == "cuda";
+    }
     else usage(("unknown argument " + a).c_str());
   }
   if (o.epochs < 1) usage("--epochs must be at least 1");
+#ifndef FASHION_MNIST_CUDA
+  if (o.cuda) usage("--device cuda: this build has no CUDA (configure with -DTENFOLD_CUDA=ON where nvcc is installed)");
+#endif
   return o;
 }
 
@@ -200,6 +217,13 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   p->each([&comm](const char*, auto& t) { comm.broadcast(t); }); // every replica starts from rank 0's
   auto s = std::make_unique<optimizer_state>();
   auto t = std::make_unique<trainer<B>>();
+#ifdef FASHION_MNIST_CUDA
+  device_trainer_ptr gpu;
+  if (o.cuda) {
+    if (comm.size() > 1) throw error("fashion_mnist: --device cuda trains in one process (not under mpirun)");
+    if constexpr (B == device_batch) gpu = make_device_trainer(*p);
+  }
+#endif
   comm.check_same(gradients::size, "the gradient buffer's size");
   optim::adam opt({.lr = o.lr});
   rng shuffle_rng(o.seed * 2 + 1), dropout_rng(o.seed * 2 + 2);
@@ -228,7 +252,15 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
     for (long k = 0; k < steps; ++k) {
       gather(train, order.data() + k * batch + part.first, x, y, part.count);
       const long global = (epoch - 1) * steps + k;
-      const float loss = t->step(*p, *s, opt, optim::cosine_lr(global, total, o.lr, steps / 4), x, y, part, dropout_rng, comm);
+      const float lr = optim::cosine_lr(global, total, o.lr, steps / 4);
+      float loss = 0;
+#ifdef FASHION_MNIST_CUDA
+      if constexpr (B == device_batch) {
+        if (gpu) loss = device_step(*gpu, opt, lr, x, y, dropout_rng);
+      }
+      if (!gpu)
+#endif
+        loss = t->step(*p, *s, opt, lr, x, y, part, dropout_rng, comm);
       loss_sum += loss;
       if (step_log.is_open()) step_log << epoch << ',' << k << ',' << loss << '\n';
       if (tty && (k % 8 == 7 || k + 1 == steps)) {
@@ -242,6 +274,9 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
     }
     const double secs = std::chrono::duration<double>(clock_type::now() - e0).count(),
                  waited = comm.seconds_waiting() - waited0;
+#ifdef FASHION_MNIST_CUDA
+    if (gpu) download(*gpu, *p); // the test accuracy and the weights file read the host's parameters
+#endif
     check_replicas(*p, comm, epoch);
     accuracy = test_accuracy(*p, test, comm);
     losses.push_back(loss_sum / double(steps)), accuracies.push_back(accuracy);
