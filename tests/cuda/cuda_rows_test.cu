@@ -85,6 +85,24 @@ TEST_CASE("reductions over any axes match the CPU") {
     for (index_t i = 0; i < 4; ++i) CHECK(cpu(i) == got(i));
   }
   {
+    // Leading axes into few outputs over long ranges (batch norm's statistics): a group per output.
+    const auto a = test::random_tensor<float, shape<16, 28, 28, 16>>(-1, 3, 10);
+    const auto da = cuda::to_device(a);
+    cuda::Tensor<float, shape<16>> o;
+    o = sum(da.expr(), axes<0, 1, 2>);
+    check_close(Tensor<float, shape<16>>(sum(a, axes<0, 1, 2>)), cuda::to_host(o), 1e-5, "sum over leading axes, 16 outputs", 1.0);
+    o = max(da.expr(), axes<0, 1, 2>);
+    check_close(Tensor<float, shape<16>>(max(a, axes<0, 1, 2>)), cuda::to_host(o), 0, "max over leading axes, 16 outputs");
+    // argmax over a leading axis with ties: the first index still wins (each thread a contiguous run).
+    Tensor<float, shape<3000, 7>> t;
+    for (index_t i = 0; i < t.size(); ++i) t.data()[i] = float((i * 37) % 11);
+    const auto dt = cuda::to_device(t);
+    cuda::Tensor<std::int64_t, shape<7>> arg;
+    arg = argmax(dt.expr(), axis<0>);
+    const Tensor<std::int64_t, shape<7>> cpu = argmax(t, axis<0>), got = cuda::to_host(arg);
+    for (index_t i = 0; i < 7; ++i) CHECK(cpu(i) == got(i));
+  }
+  {
     cuda::Tensor<float, S> o;
     o = cumsum(dx.expr(), axis<1>);
     check_close(Tensor<float, S>(cumsum(x, axis<1>)), cuda::to_host(o), 1e-5, "cumsum");

@@ -59,6 +59,14 @@ __device__ void scan_body::run(const Dst& dst, const N& n) {
   }
 }
 
+// A reduction over leading axes into few outputs, each over a long range (batch norm's per-channel
+// sums: 16 outputs of 50176 elements): a group per output, as for an innermost reduction. Its loads are
+// strided, but the whole device is at work; a thread per output would leave it idle (16 threads each
+// walking 50176 elements). With many outputs, a thread per output: its loads coalesce across
+// neighbouring outputs.
+template <class N>
+inline constexpr bool few_long_outputs_v = N::shape_type::size < 1024 && N::count >= 256;
+
 template <class Dst, class N>
 void run(const Dst& dst, const N& n, stream_ref s) {
   static_assert(device_tree<N>(), "tenfold::cuda: an operand refers to host memory; copy it to the device first "
@@ -76,6 +84,7 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   }
   else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
     if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
+    else if constexpr (few_long_outputs_v<N>) run_rows(dst, n, s); // outer axes, few outputs: a group each
     else run_pointwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours
   } else if constexpr (tenfold::detail::is_scan_node_v<N>) {
     constexpr launch_shape l = elementwise_launch(S::size / S::dims[N::axis], 1);
