@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies (if missing), builds one example in Release and runs it.
 #   scripts/run_example.sh [example, default: fashion_mnist (the flagship: trains a CNN)] [arguments for the example...]
-# Uses the same build directory as scripts/test.sh (TENFOLD_BUILD_DIR, default: build).
+# Uses the Release build directory TENFOLD_BUILD_DIR (default: build); scripts/test.sh builds the tests apart, sanitized, in build-test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --if-missing lib test # not the bench group: the benchmarks are not built here
