@@ -6,6 +6,7 @@
 // each translation unit near a minute to compile.)
 #include "pool_test_support.hpp"
 
+#include <random>
 #include <utility>
 
 using namespace pool_test;
@@ -64,4 +65,34 @@ TEST_CASE("max_pool2d on wide rows (the vectorised path) equals the long-double 
   check_max_case<double, nchw_t, 1, 3, 8, 37, hw{3}, hw{2}, hw{1}, hw{1}, true>(1004);     // f64: 8 lanes
   check_max_case<float, nhwc_t, 2, 35, 9, 11, hw{3}, hw{2}, hw{1}, hw{1}, false>(1005);    // C = 35 lanes
   check_max_case<double, nhwc_t, 1, 17, 7, 9, hw{2}, hw{1}, hw{1}, hw{2}, true>(1006);
+}
+
+// A keepdims reduction over trailing window axes at the root (max pooling's tie count in its gradient,
+// sum(x == max, window, keepdims)) is evaluated as the plain reduction into the destination without its
+// unit axes: the window rows above. Against loops, into a Tensor and into a strided view.
+TEST_CASE("keepdims reductions over trailing window axes at the root equal the loops", "[pool]") {
+  constexpr index_t A = 2, B = 3, C = 37, KH = 2, KW = 3;
+  Tensor<float, shape<A, B, C, KH, KW>> x;
+  std::mt19937 rng(77);
+  std::uniform_int_distribution<int> u(-3, 3); // small whole numbers: ties, exact sums
+  for (index_t i = 0; i < x.size(); ++i) x.data()[i] = float(u(rng));
+  Tensor<float, shape<A, B, C, 1, 1>> m = max(x, axes<3, 4>, keepdims);
+  Tensor<float, shape<A, B, C, 1, 1>> ties = sum(where(eq(x, broadcast_to<shape<A, B, C, KH, KW>>(m)), 1.0f, 0.0f), axes<3, 4>, keepdims);
+  Tensor<float, shape<A, B, 2 * C, 1, 1>> wide = full<float, shape<A, B, 2 * C, 1, 1>>(0.0f);
+  eval(slice<whole, whole, range<0, 2 * C, 2>, whole, whole>(wide), sum(x, axes<3, 4>, keepdims));
+  for (index_t a = 0; a < A; ++a)
+    for (index_t b = 0; b < B; ++b)
+      for (index_t c = 0; c < C; ++c) {
+        float mx = -INFINITY, s = 0;
+        for (index_t i = 0; i < KH; ++i)
+          for (index_t j = 0; j < KW; ++j) mx = std::max(mx, x(a, b, c, i, j)), s += x(a, b, c, i, j);
+        float t = 0;
+        for (index_t i = 0; i < KH; ++i)
+          for (index_t j = 0; j < KW; ++j) t += x(a, b, c, i, j) == mx;
+        INFO(a << ", " << b << ", " << c);
+        REQUIRE(m(a, b, c, 0, 0) == mx);
+        REQUIRE(ties(a, b, c, 0, 0) == t);
+        REQUIRE(wide(a, b, 2 * c, 0, 0) == s);
+        REQUIRE(wide(a, b, 2 * c + 1, 0, 0) == 0.0f);
+      }
 }

@@ -37,6 +37,7 @@ TENFOLD_HD constexpr index_t conv_input_pos(index_t o, index_t k, index_t s, ind
     return i >= 0 && i < extent ? i : -1;
   }
   const index_t t = o + p - k * d;
+  if (s == 1) return t >= 0 && t < extent ? t : -1; // (no division: the adjoint of a stride-1 convolution)
   if (t < 0 || t % s != 0) return -1;
   const index_t i = t / s;
   return i < extent ? i : -1;

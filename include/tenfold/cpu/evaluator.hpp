@@ -218,6 +218,59 @@ void run_elementwise(const Dst& dst, const N& n) {
   }
 }
 
+// keepdims at the root is only the destination's shape: the destination leaf without the reduced
+// (unit) axes, into which the same reduction without keepdims is evaluated.
+template <class Dst, auto Mask>
+constexpr int unkept_rank() {
+  int r = 0;
+  for (int i = 0; i < Dst::rank; ++i) r += !Mask[i];
+  return r;
+}
+template <class Dst, auto Mask>
+constexpr detail::dims_t<unkept_rank<Dst, Mask>()> unkept_dims() {
+  detail::dims_t<unkept_rank<Dst, Mask>()> d{};
+  for (int i = 0, k = 0; i < Dst::rank; ++i)
+    if (!Mask[i]) d[k++] = Dst::shape_type::dims[i];
+  return d;
+}
+template <class Dst, auto Mask>
+constexpr std::array<index_t, unkept_rank<Dst, Mask>()> unkept_strides() {
+  std::array<index_t, unkept_rank<Dst, Mask>()> s{};
+  for (int i = 0, k = 0; i < Dst::rank; ++i)
+    if (!Mask[i]) s[k++] = Dst::strides[i];
+  return s;
+}
+template <class N>
+constexpr bool keeps_dims() {
+  if constexpr (detail::is_reduce_node_v<N>) return N::keep;
+  else return false;
+}
+template <class N, class Dst>
+auto without_keepdims(const Dst& dst) {
+  return detail::leaf<typename Dst::element_type, shape_from<unkept_dims<Dst, N::mask>()>, detail::canon(unkept_strides<Dst, N::mask>()),
+                      Dst::offset, typename Dst::holder_type>{{}, dst.holder};
+}
+
+// The kernel for root N (what `run` does, untraced).
+template <class Dst, class N>
+void run_root(const Dst& dst, const N& n) {
+  if constexpr (plan::gemm_root_v<N>) {
+    if constexpr (detail::is_conv_node_v<std::remove_cvref_t<decltype(find_matmul(n))>>) run_conv(dst, n);
+    else run_gemm(dst, n);
+  }
+  // (Roots with kernels of their own before the loop-nest analyses, which know only nest nodes.)
+  else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
+  else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
+  else if constexpr (detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n);
+  else if constexpr (detail::is_scatter_add_node_v<N>) run_scatter_add(dst, n);
+  else if constexpr (keeps_dims<N>()) {
+    // (so that a max pool's tie count, a keepdims sum over each window, takes the window kernel)
+    run_root(without_keepdims<N>(dst), detail::reduce_node<typename N::op_type, typename N::child_type, N::mask, false>{{}, n.arg});
+  } else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
+  else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
+  else run_elementwise(dst, n);
+}
+
 template <class Dst, class N>
 void run(const Dst& dst, const N& n) {
 #if defined(TENFOLD_TRACE)
@@ -230,18 +283,7 @@ void run(const Dst& dst, const N& n) {
     return s + "]";
   }());
 #endif
-  if constexpr (plan::gemm_root_v<N>) {
-    if constexpr (detail::is_conv_node_v<std::remove_cvref_t<decltype(find_matmul(n))>>) run_conv(dst, n);
-    else run_gemm(dst, n);
-  }
-  // (Roots with kernels of their own before the loop-nest analyses, which know only nest nodes.)
-  else if constexpr (detail::is_scan_node_v<N>) run_scan(dst, n);
-  else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
-  else if constexpr (detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n);
-  else if constexpr (detail::is_scatter_add_node_v<N>) run_scatter_add(dst, n);
-  else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
-  else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
-  else run_elementwise(dst, n);
+  run_root(dst, n);
 }
 } // namespace cpu
 
