@@ -160,9 +160,11 @@ void pack_a_few_channels(const im2col_rows_ref<E>& a, index_t i0, index_t mc, in
           for (index_t t = 0; t < n; ++t) og[t] = T(0);
           continue;
         }
-        // row r0 + t reads iw + t*sw: inside [0, W) for t in [lo, hi)
-        const index_t lo = std::min(n, iw >= 0 ? index_t(0) : (-iw + d.sw - 1) / d.sw);
-        const index_t hi = std::max(lo, std::min(n, iw >= d.W ? index_t(0) : (d.W - iw + d.sw - 1) / d.sw));
+        // row r0 + t reads iw + t*sw: inside [0, W) for t in [lo, hi) (no division at stride 1: this
+        // runs per tap and run of rows, a few times per 14 values)
+        const auto up = [s = d.sw](index_t v) { return s == 1 ? v : (v + s - 1) / s; };
+        const index_t lo = std::min(n, iw >= 0 ? index_t(0) : up(-iw));
+        const index_t hi = std::max(lo, std::min(n, iw >= d.W ? index_t(0) : up(d.W - iw)));
         const E* src = a.p + g.img + ih * d.xh + coff;
         index_t t = 0;
         for (; t < lo; ++t) og[t] = T(0);

@@ -42,7 +42,13 @@ void pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t 
   for (index_t p = 0; p < mc; p += MR) {
     const index_t rows = std::min(MR, mc - p);
     const E* src = a.p + (i0 + p) * a.rs + k0 * a.cs;
-    if (a.rs == 1) { // A stored transposed: the rows of a panel are adjacent for each k
+    if (a.rs == 1 && std::is_same_v<T, E> && rows == MR && MR <= gemm_tile<T>::W && p + gemm_tile<T>::W <= mc) {
+      // A stored transposed, and W rows of the block from this panel's first: a k's MR values are one
+      // vector load (its last W - MR lanes are rows of the block, unused) and store (into the next k's
+      // slot, written next, or the workspace's slack)
+      if constexpr (std::is_same_v<T, E>)
+        for (index_t k = 0; k < kc; ++k, src += a.cs, out += MR) batch<T>::load_unaligned(src).store_unaligned(out);
+    } else if (a.rs == 1) { // A stored transposed: the rows of a panel are adjacent for each k
       for (index_t k = 0; k < kc; ++k, src += a.cs, out += rows)
         for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(src[r]);
     } else if (gather_pack_v<T, E> && rows == MR && MR <= gemm_tile<T>::W && a.rs * MR < (index_t(1) << 30)) {

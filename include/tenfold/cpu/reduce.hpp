@@ -231,44 +231,72 @@ void run_reduce(const Dst& dst, const N& n) {
     // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
     constexpr index_t width = IS::dims[R - 1], tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
     constexpr index_t out_rows = outputs / (width ? width : 1);
-    auto one_tile = [&](index_t orow, index_t j0) {
-      const index_t j1 = std::min(width, j0 + tile);
+    constexpr index_t blocks = (count + reduce_block - 1) / reduce_block;
+    // Block b of reduced positions ([b * reduce_block, ...): one partial per output of the tile) into
+    // blk[0, j1 - j0); the blocks are then merged into the total in order (pairwise-ish accuracy for
+    // long columns, and the same bits however the blocks were shared out).
+    auto block = [&](index_t orow, index_t j0, index_t j1, index_t b, A* blk) {
       index_array in{}, out{};
       detail::unravel<typename N::shape_type>(orow * width, out.data());
       N::base_index(out.data(), in.data());
-      A acc[tile], blk[tile];
-      for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();
-      for (index_t r = 0; r < count;) {
-        // Blocks of reduced positions are merged into the total: pairwise-ish accuracy for long columns.
-        const index_t rend = std::min(count, r + reduce_block);
-        for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
-        for (; r < rend; ++r) {
-          const auto row = make_row<R - 1, L>(n.arg, in.data());
-          index_t j = j0;
-          if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
-            constexpr index_t w = lanes<I>;
-            for (; j + w <= j1; j += w)
-              Op::simd_combine(batch<I>::load_unaligned(blk + (j - j0)), row.load(j)).store_unaligned(blk + (j - j0));
-          }
-          for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
-          for (int i = R - 2; i >= 0; --i) {
-            if (!mask[i]) continue;
-            if (++in[i] < IS::dims[i]) break;
-            in[i] = 0;
-          }
-        }
-        for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::merge(acc[j], blk[j]);
+      for (index_t q = b * reduce_block, i = R - 2; i >= 0; --i) { // the reduced axes at position q
+        if (!mask[i]) continue;
+        in[i] = q % IS::dims[i];
+        q /= IS::dims[i];
       }
-      for (index_t j = j0; j < j1; ++j) {
-        out[N::rank - 1] = j;
-        dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], count));
+      for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
+      for (index_t r = b * reduce_block, rend = std::min(count, r + reduce_block); r < rend; ++r) {
+        const auto row = make_row<R - 1, L>(n.arg, in.data());
+        index_t j = j0;
+        if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
+          constexpr index_t w = lanes<I>;
+          for (; j + w <= j1; j += w)
+            Op::simd_combine(batch<I>::load_unaligned(blk + (j - j0)), row.load(j)).store_unaligned(blk + (j - j0));
+        }
+        for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
+        for (int i = R - 2; i >= 0; --i) {
+          if (!mask[i]) continue;
+          if (++in[i] < IS::dims[i]) break;
+          in[i] = 0;
+        }
       }
     };
-    constexpr index_t tiles = (width + tile - 1) / tile;
-    const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count * tile, 1));
-    parallel_for(out_rows * tiles, grain, 1, [&](index_t b, index_t e) {
-      for (index_t t = b; t < e; ++t) one_tile(t / tiles, (t % tiles) * tile);
-    });
+    if constexpr (out_rows == 1 && width <= tile && blocks > 1 && blocks * width * index_t(sizeof(A)) <= 32768) {
+      // One row of outputs over many reduced rows (batch norm's per-channel sums): its blocks are
+      // shared out over the threads, each partial kept, then merged in order as below.
+      A part[blocks * width];
+      parallel_for(blocks, std::max<index_t>(1, parallel_reduce_grain / (reduce_block * width)), 1, [&](index_t b0, index_t b1) {
+        for (index_t b = b0; b < b1; ++b) block(0, 0, width, b, part + b * width);
+      });
+      index_array out{};
+      for (index_t j = 0; j < width; ++j) {
+        A acc = Op::template identity<A>();
+        for (index_t b = 0; b < blocks; ++b) acc = Op::merge(acc, part[b * width + j]);
+        out[N::rank - 1] = j;
+        dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc, count));
+      }
+    } else {
+      auto one_tile = [&](index_t orow, index_t j0) {
+        const index_t j1 = std::min(width, j0 + tile);
+        A acc[tile], blk[tile];
+        for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();
+        for (index_t b = 0; b < blocks; ++b) {
+          block(orow, j0, j1, b, blk);
+          for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::merge(acc[j], blk[j]);
+        }
+        index_array out{};
+        detail::unravel<typename N::shape_type>(orow * width, out.data());
+        for (index_t j = j0; j < j1; ++j) {
+          out[N::rank - 1] = j;
+          dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], count));
+        }
+      };
+      constexpr index_t tiles = (width + tile - 1) / tile;
+      const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count * tile, 1));
+      parallel_for(out_rows * tiles, grain, 1, [&](index_t b, index_t e) {
+        for (index_t t = b; t < e; ++t) one_tile(t / tiles, (t % tiles) * tile);
+      });
+    }
   }
 }
 
