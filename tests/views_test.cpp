@@ -305,6 +305,35 @@ TEST_CASE("pad adds a constant border, before and after per axis", "[views]") {
   CHECK(detail::str<decltype(p)>() == "pad(float32[2,3])");
 }
 
+// A pad is written a row at a time along its last axis (cpu/window_rows.hpp, make_bare_pad_row): whole
+// vectors inside, the fill outside, partial vectors at the edges; rows in the padding of a leading axis
+// are all fill. Rows of 44 and 21 take every case on 8 and 16 lanes.
+TEST_CASE("pad of wide rows, of an expression and of a strided view, written a row at a time", "[views]") {
+  const auto a = iota<float, shape<3, 5, 37>>(1);
+  const auto p = evaluate(pad<1, 2, 0, 1, 3, 4>(a, -2.5f));
+  STATIC_REQUIRE(has_shape_v<decltype(p), shape<6, 6, 44>>);
+  for_each_index<shape<6, 6, 44>>([&](auto i) {
+    const index_t b = i[0] - 1, r = i[1], c = i[2] - 3;
+    INFO(i[0] << ", " << i[1] << ", " << i[2]);
+    REQUIRE(get(p, i) == (b >= 0 && b < 3 && r < 5 && c >= 0 && c < 37 ? a(b, r, c) : -2.5f));
+  });
+  const auto e = evaluate(pad<0, 0, 2, 1, 5, 0>(a * 2.0f + 1.0f)); // an expression: [3, 8, 42]
+  for_each_index<shape<3, 8, 42>>([&](auto i) {
+    const index_t r = i[1] - 2, c = i[2] - 5;
+    REQUIRE(get(e, i) == (r >= 0 && r < 5 && c >= 0 ? a(i[0], r, c) * 2.0f + 1.0f : 0.0f));
+  });
+  // A column-strided view (every other element of each row): its rows are read with a stride.
+  const auto t = evaluate(pad<0, 0, 1, 1, 2, 0>(slice<whole, whole, range<0, 37, 2>>(a), 9.0f)); // [3, 7, 21]
+  for_each_index<shape<3, 7, 21>>([&](auto i) {
+    const index_t r = i[1] - 1, c = i[2] - 2;
+    REQUIRE(get(t, i) == (r >= 0 && r < 5 && c >= 0 ? a(i[0], r, 2 * c) : 9.0f));
+  });
+  const auto n = evaluate(pad<1, 0, 0, 19>(iota<int, shape<2, 30>>(3), -1)); // integers: [3, 49]
+  for_each_index<shape<3, 49>>([&](auto i) {
+    REQUIRE(get(n, i) == (i[0] >= 1 && i[1] < 30 ? 3 + (i[0] - 1) * 30 + i[1] : -1));
+  });
+}
+
 // ---- concat, stack, split ----------------------------------------------------------------------------
 TEST_CASE("concat lays operands end to end along one axis", "[views]") {
   const auto a = iota<float, shape<2, 3>>(0);

@@ -40,6 +40,8 @@ constexpr bool window_row_ok();
 template <class L, class N>
 auto make_padded_row(const N& n, const index_t* idx);
 template <class L, class N>
+auto make_bare_pad_row(const N& n, const index_t* idx);
+template <class L, class N>
 auto make_window_row(const N& n, const index_t* idx);
 // A reshape of a strided tensor, read in runs of its innermost axis (cpu/reshaped_rows.hpp).
 template <class N>
@@ -73,6 +75,7 @@ constexpr bool flat_from(int k) {
   else if constexpr (kind == reduce_view) return plan::constant_from<N>(k);
   else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
   else if constexpr (kind == block) return k >= N::rank - 1; // a GEMM block's rows are its own
+  else if constexpr (kind == pad) return k >= N::rank - 1; // one padded row at a time: no bounds check per element
   else return true; // scalar, generator, view, pad, concat, take, by_index: the same everywhere, or read by index
 }
 
@@ -325,6 +328,8 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
         n.args);
   } else if constexpr (K == N::rank - 1 && padded_view<N>()) {
     return make_padded_row<L>(n, idx);
+  } else if constexpr (K == N::rank - 1 && detail::is_pad_node_v<N>) {
+    return make_bare_pad_row<L>(n, idx);
   } else if constexpr (reshaped_leaf<N>()) {
     return make_reshaped_leaf_row<K, L>(n, idx);
   } else {
