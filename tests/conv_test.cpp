@@ -26,6 +26,7 @@ constexpr conv_case grid[] = {
     {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .ph = 2, .pw = 0, .dh = 2, .dw = 1},
     // Large enough for several k-slices (K = 288 > KC), row blocks and a thread split.
     {.n = 2, .c = 32, .h = 17, .w = 15, .oc = 40, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
+    {.n = 1, .c = 16, .h = 9, .w = 11, .oc = 8, .kh = 3, .kw = 3, .ph = 2, .pw = 1, .dh = 2, .dw = 1},  // whole vectors, dilated
 };
 
 template <class T, bool Nhwc, conv_case P>

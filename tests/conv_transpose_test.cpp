@@ -19,6 +19,9 @@ constexpr conv_case grid[] = {
     {.n = 1, .c = 5, .h = 7, .w = 9, .oc = 3, .kh = 1, .kw = 1, .sh = 2, .sw = 2},                                // strided 1x1
     // Several k-slices (K = 288 > KC) and row blocks.
     {.n = 2, .c = 32, .h = 9, .w = 8, .oc = 24, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .oph = 1, .opw = 1},
+    // Stride 1, whole vectors of channels (a conv's input gradient; NHWC packs whole taps as a
+    // convolution with the taps walked backwards), dilated.
+    {.n = 2, .c = 32, .h = 7, .w = 9, .oc = 16, .kh = 3, .kw = 3, .ph = 2, .pw = 1, .dh = 2, .dw = 1},
 };
 
 template <class T, bool Nhwc, conv_case P>

@@ -17,7 +17,6 @@
 // split into s^2 sub-pixel convolutions (no waste, s^2 smaller GEMMs with ragged kernels); the latter is
 // the one to take if transposed convolutions with stride > 1 become a hot path.
 #include <algorithm>
-#include <limits>
 
 #include "tenfold/core/conv_node.hpp"
 #include "tenfold/cpu/gemm.hpp"
@@ -95,7 +94,7 @@ struct im2col_cols_ref {
 };
 
 template <class T, class E>
-void pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+index_t pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
   constexpr index_t MR = gemm_tile<T>::MR;
   const conv_dims& d = *a.d;
   for (index_t p = 0; p < mc; p += MR) {
@@ -107,6 +106,7 @@ void pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, ind
       for (index_t r = 0; r < rows; ++r) out[r] = static_cast<T>(s[r * d.wm]);
     }
   }
+  return 1; // k-major panels
 }
 
 template <class T, class E>
@@ -176,104 +176,97 @@ void pack_a_few_channels(const im2col_rows_ref<E>& a, index_t i0, index_t mc, in
   }
 }
 
-// A full panel's k row at one tap and channel is MR values, one per row, at offsets that differ by row
-// but not by channel: one hardware gather per channel from the rows' offsets (taken once per tap, rows
-// in the padding pointed at offset 0 and zeroed by a select), instead of MR scalar copies each writing
-// MR values apart. Measured on the CNN's NHWC layers (16-32 channels, 3x3): the packing was a quarter
-// of a training step with the scalar copies. The store runs W - MR values into the next k's slot
-// (written next) or past the panel (the workspace has W values of slack), as in the matrix packing.
+// NHWC im2col: a panel's rows in groups of W consecutive k (gemm_micro_kernel's G = W). Each row's k
+// walks runs of channels at one kernel tap, contiguous in x: copied in by vectors where a run covers a
+// whole group, where a k-major panel would take a transposing copy (one scalar or one gather per value;
+// that packing was half of a 16 -> 32 channel 14 x 14 layer's time, gathers included).
 template <class T, class E>
-inline constexpr bool im2col_gathers_v = gather_pack_v<T, E> && gemm_tile<T>::MR <= gemm_tile<T>::W;
-
-template <class T, class E>
-bool pack_a_panel_gather(const im2col_rows_ref<E>& a, const index_t* img, const index_t* oh, const index_t* ow, index_t k0,
-                         index_t kc, T* out) {
-  if constexpr (!im2col_gathers_v<T, E>) return false;
-  else {
-    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-    constexpr index_t MR = gemm_tile<T>::MR, W = gemm_tile<T>::W;
-    const conv_dims& d = *a.d;
-    alignas(default_alignment) I off[W];
-    alignas(default_alignment) T inside[W];
-    conv_k_walk k(d, k0);
-    for (index_t kk = 0; kk < kc;) {
-      const index_t run = std::min(d.Cg - k.c, kc - kk);
-      for (index_t r = 0; r < W; ++r) {
-        const index_t q = std::min(r, MR - 1);
-        index_t ih, iw;
-        if (!d.transposed) {
-          ih = oh[q] + k.kh * d.dh, iw = ow[q] + k.kw * d.dw;
-          if (ih >= d.H || iw >= d.W) ih = -1;
-        } else {
-          ih = d.ih(oh[q], k.kh), iw = d.iw(ow[q], k.kw);
-        }
-        const bool ok = ih >= 0 && iw >= 0;
-        const index_t o = ok ? img[q] + ih * d.xh + iw * d.xw + k.c * d.xc : 0;
-        if (o > index_t(std::numeric_limits<I>::max()) - run * d.xc) return false; // (the copy loop then writes the whole panel)
-        off[r] = I(o), inside[r] = ok ? T(1) : T(0);
-      }
-      const auto idx = xsimd::batch<I>::load_aligned(off);
-      const auto keep = batch<T>::load_aligned(inside) != batch<T>(T(0));
-      for (index_t q = 0; q < run; ++q)
-        xsimd::select(keep, xsimd::kernel::gather(a.p + q * d.xc, idx, typename batch<T>::arch_type{}), batch<T>(T(0)))
-            .store_unaligned(out + (kk + q) * MR);
-      kk += run;
-      k.c = 0;
-      if (++k.kw == d.KW) k.kw = 0, ++k.kh;
-    }
-    return true;
-  }
-}
-
-template <class T, class E>
-void pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
-  constexpr index_t MR = gemm_tile<T>::MR;
+index_t pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
+  constexpr index_t MR = gemm_tile<T>::MR, W = gemm_tile<T>::W;
   const conv_dims& d = *a.d;
-  if (d.Cg < 4 && !d.transposed) return pack_a_few_channels<T>(a, i0, mc, k0, kc, out);
-  const index_t OHW = d.OH * d.OW;
-  for (index_t p = 0; p < mc; p += MR) {
-    const index_t rows = std::min(MR, mc - p);
-    index_t img[MR], oh[MR], ow[MR];
-    for (index_t r = 0; r < rows; ++r) {
-      const index_t row = i0 + p + r;
-      img[r] = row / OHW * d.xn, oh[r] = row % OHW / d.OW, ow[r] = row % d.OW;
-    }
-    // Convolution: the window's corner per row, so that a tap's input position is one add away.
-    if (!d.transposed)
-      for (index_t r = 0; r < rows; ++r) oh[r] = oh[r] * d.sh - d.ph, ow[r] = ow[r] * d.sw - d.pw;
-    if (rows == MR && pack_a_panel_gather<T>(a, img, oh, ow, k0, kc, out)) {
-      out += rows * kc;
-      continue;
-    }
-    conv_k_walk k(d, k0);
-    // Runs of channels at one kernel tap: contiguous in x (NHWC), written k-major into the panel.
-    for (index_t kk = 0; kk < kc;) {
-      const index_t run = std::min(d.Cg - k.c, kc - kk);
-      for (index_t r = 0; r < rows; ++r) {
-        T* o = out + kk * rows + r;
-        index_t ih, iw;
-        if (!d.transposed) {
-          ih = oh[r] + k.kh * d.dh, iw = ow[r] + k.kw * d.dw;
-          if (ih >= d.H || iw >= d.W) ih = -1;
-        } else {
-          ih = d.ih(oh[r], k.kh), iw = d.iw(ow[r], k.kw);
-        }
-        if (ih >= 0 && iw >= 0) {
-          const E* src = a.p + img[r] + ih * d.xh + iw * d.xw + k.c * d.xc;
-          if (d.xc == 1)
-            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q]);
-          else
-            for (index_t q = 0; q < run; ++q) o[q * rows] = static_cast<T>(src[q * d.xc]);
-        } else {
-          for (index_t q = 0; q < run; ++q) o[q * rows] = T(0);
+  if (d.Cg < 4 && !d.transposed) {
+    pack_a_few_channels<T>(a, i0, mc, k0, kc, out);
+    return 1; // k-major panels
+  }
+  const index_t OHW = d.OH * d.OW, kg = (kc + W - 1) / W * W;
+  // Whole taps of whole vectors of channels (16 or 32 channels, the block starting at a tap): per row and
+  // tap one bounds check and Cg / W vector copies. A stride-1 transposed convolution reads its input
+  // as a convolution does, with the taps walked backwards: ih = oh + p - kh * d.
+  if constexpr (std::is_same_v<T, E>) {
+    const bool lin_h = !d.transposed || d.sh == 1, lin_w = !d.transposed || d.sw == 1;
+    if (lin_h && lin_w && d.xc == 1 && d.Cg % W == 0 && k0 % d.Cg == 0 && kc % d.Cg == 0) {
+      const index_t tap0 = k0 / d.Cg, taps = kc / d.Cg;
+      const index_t step_h = d.transposed ? -d.dh : d.dh, step_w = d.transposed ? -d.dw : d.dw;
+      index_t n = i0 / OHW, oh = i0 % OHW / d.OW, ow = i0 % d.OW; // row (n, oh, ow), walked without divisions
+      for (index_t p = 0; p < mc; p += MR, out += MR * kg) {
+        const index_t rows = std::min(MR, mc - p);
+        for (index_t r = 0; r < rows; ++r) {
+          const E* img = a.p + n * d.xn;
+          const index_t h0 = d.transposed ? oh + d.ph : oh * d.sh - d.ph, w0 = d.transposed ? ow + d.pw : ow * d.sw - d.pw;
+          index_t kh = tap0 / d.KW, kw = tap0 % d.KW;
+          T* dst = out + r * W;
+          for (index_t t = 0; t < taps; ++t, dst += d.Cg * rows) {
+            const index_t ih = h0 + kh * step_h, iw = w0 + kw * step_w;
+            if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W) {
+              const E* src = img + ih * d.xh + iw * d.xw;
+              for (index_t c = 0; c < d.Cg; c += W) batch<T>::load_unaligned(src + c).store_unaligned(dst + c * rows);
+            } else {
+              for (index_t c = 0; c < d.Cg; c += W) batch<T>(T(0)).store_unaligned(dst + c * rows);
+            }
+            if (++kw == d.KW) kw = 0, ++kh;
+          }
+          if (++ow == d.OW) {
+            ow = 0;
+            if (++oh == d.OH) oh = 0, ++n;
+          }
         }
       }
-      kk += run;
-      k.c = 0;
-      if (++k.kw == d.KW) k.kw = 0, ++k.kh;
+      return W;
     }
-    out += rows * kc;
   }
+  for (index_t p = 0; p < mc; p += MR, out += MR * kg) {
+    const index_t rows = std::min(MR, mc - p);
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t row = i0 + p + r, img = row / OHW * d.xn, oh = row % OHW / d.OW, ow = row % d.OW;
+      // Convolution: the window's corner, so that a tap's input position is one add away.
+      const index_t ch = oh * d.sh - d.ph, cw = ow * d.sw - d.pw;
+      conv_k_walk k(d, k0);
+      for (index_t kk = 0; kk < kc;) {
+        const index_t run = std::min(d.Cg - k.c, kc - kk);
+        index_t ih, iw;
+        if (!d.transposed) {
+          ih = ch + k.kh * d.dh, iw = cw + k.kw * d.dw;
+          if (ih >= d.H || iw >= d.W) ih = -1;
+        } else {
+          ih = d.ih(oh, k.kh), iw = d.iw(ow, k.kw);
+        }
+        const E* src = ih >= 0 && iw >= 0 ? a.p + img + ih * d.xh + iw * d.xw + k.c * d.xc : nullptr;
+        for (index_t q = 0; q < run;) { // pieces of the run that stay inside one group
+          const index_t pos = kk + q, j = pos % W, n = std::min(run - q, W - j);
+          T* dst = out + (pos - j) * rows + r * W + j;
+          if (!src) {
+            for (index_t t = 0; t < n; ++t) dst[t] = T(0);
+          } else if (d.xc == 1) {
+            const E* s = src + q;
+            if constexpr (std::is_same_v<T, E>)
+              if (n == W) {
+                batch<T>::load_unaligned(s).store_unaligned(dst);
+                q += n;
+                continue;
+              }
+            for (index_t t = 0; t < n; ++t) dst[t] = static_cast<T>(s[t]);
+          } else {
+            for (index_t t = 0; t < n; ++t) dst[t] = static_cast<T>(src[(q + t) * d.xc]);
+          }
+          q += n;
+        }
+        kk += run;
+        k.c = 0;
+        if (++k.kw == d.KW) k.kw = 0, ++k.kh;
+      }
+    }
+  }
+  return W;
 }
 
 // Convolution (not transposed): a k-row of the block is first built contiguously in a small buffer,

@@ -184,7 +184,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   const index_t MC = MR * std::max<index_t>(1, cfg.mc_panels);
   const index_t NC = NR * std::clamp<index_t>(cfg.nc_panels, 1, gemm_config::max_nc_panels);
   auto& ws = gemm_workspace<T>::local();
-  const auto& kernels = gemm_kernels<T>;
+
   // A few rows (the inference case: M = 1..16 tokens through a weight matrix) use each value of B once
   // or twice, so packing B would only add a pass over it: the kernels read a row-major B in place, in
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
@@ -209,21 +209,26 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
       pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
       for (index_t i0 = r0; i0 < r1; i0 += MC) {
         const index_t mc = std::min(MC, r1 - i0);
-        T* ap = ws.a.get(mc * kc + G::W); // slack for pack_a's gathers
-        pack_a<T>(a, i0, mc, k0, kc, ap);
+        // (rounded up to whole groups of k, plus slack for pack_a's gathers)
+        T* ap = ws.a.get(mc * ((kc + G::W - 1) / G::W * G::W) + G::W);
+        const index_t group = pack_a<T>(a, i0, mc, k0, kc, ap), kcg = (kc + group - 1) / group * group;
         index_t ldc;
         T* cblk;
         if constexpr (Out::direct) ldc = out.ldc, cblk = out.c + i0 * ldc + j0;
         else ldc = lds, cblk = scratch + (i0 - r0) * lds;
         for (index_t q = 0; q < nc; q += NR) {
-          // Scratch rows are padded to whole panels; the destination is not.
-          const index_t cols = Out::direct ? std::min(NR, nc - q) : NR;
+          // Scratch rows are padded to whole panels; the destination is not. A panel at most one vector
+          // wide (its other half zeros) takes the one-vector kernels.
+          const index_t real = std::min(NR, nc - q), cols = Out::direct ? real : real <= G::W ? G::W : NR;
+          const auto& table = real <= G::W ? (group == 1 ? gemm_kernel_table<T, 1, 1> : gemm_kernel_table<T, 1, G::W>)
+                                           : (group == 1 ? gemm_kernel_table<T, G::NV, 1> : gemm_kernel_table<T, G::NV, G::W>);
+          const index_t whole = real <= G::W ? G::W : NR;
           const T* bq = bp + (q - full) * kc;
           index_t ldb = NR;
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
           for (index_t p = 0; p < mc; p += MR)
-            kernels[cols == NR][std::min(MR, mc - p) - 1](ap + p * kc, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
+            table[cols == whole][std::min(MR, mc - p) - 1](ap + p * kcg, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
         }
         if constexpr (!Out::direct)
           if (last) out.epilogue(static_cast<const T*>(cblk), ldc, i0, mc, j0, nc);

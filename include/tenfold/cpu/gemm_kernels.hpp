@@ -29,15 +29,21 @@ struct gemm_tile {
   static constexpr index_t NR = NV * W;
 };
 
-// C[rows x cols] (row stride ldc) = (accumulate ? C : 0) + Apanel · Bpanel over kc, where the A panel is
-// packed k-major (a[k * Rows + r]) and B's k-th row of NR values starts at b + k * ldb (ldb = NR for a
-// packed panel; the operand's own row stride when B is read in place). cols < NR goes through a
-// register-sized buffer so that nothing past the tile is touched.
-template <class T, int Rows, bool Full>
+// C[rows x cols] (row stride ldc) = (accumulate ? C : 0) + Apanel · Bpanel over kc, and B's k-th row of
+// NR values starts at b + k * ldb (ldb = NR for a packed panel; the operand's own row stride when B is
+// read in place). The A panel is packed in groups of `Group` consecutive k, each group row by row:
+// a[(k / Group) * Rows * Group + r * Group + k % Group]. Group 1 is the classic k-major panel (a transposed A copies
+// into it by vectors); Group W lets an A whose k runs are contiguous (row-major A, NHWC im2col: runs of
+// channels) be copied in by vectors instead of transposed. Either way every broadcast is at a constant
+// offset and each element of C is summed in k order: the same bits.
+// cols < NR goes through a register-sized buffer so that nothing past the tile is touched.
+// NV: the vectors of each B row used (the tile's NV, or 1 for a product at most one vector wide, whose
+// packed panels' second half is zeros: half the FMAs, the same sums in the same order).
+template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1>
 void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols, bool accumulate) {
   using G = gemm_tile<T>;
   using B = batch<T>;
-  constexpr index_t W = G::W, NV = G::NV;
+  constexpr index_t W = G::W;
   B acc[Rows][NV];
   // C is added after the k loop, not loaded before it: its tile was last touched a whole KC slice ago
   // and is usually out of L1 and L2, so it is prefetched now and read once the FMAs have hidden the wait.
@@ -46,24 +52,27 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
   if (accumulate)
     for (int r = 0; r < Rows; ++r) {
       __builtin_prefetch(c + r * ldc, 0, 2);
-      __builtin_prefetch(c + r * ldc + G::NR - 1, 0, 2);
+      __builtin_prefetch(c + r * ldc + NV * W - 1, 0, 2);
     }
 #pragma GCC unroll 16
   for (int r = 0; r < Rows; ++r)
 #pragma GCC unroll 4
     for (index_t v = 0; v < NV; ++v) acc[r][v] = B(T(0));
-  for (index_t k = 0; k < kc; ++k) {
-    B bv[NV];
+  for (index_t k0 = 0; k0 < kc; k0 += Group) {
+    const index_t g = Group == 1 ? 1 : std::min(Group, kc - k0);
+    for (index_t j = 0; j < g; ++j) {
+      B bv[NV];
 #pragma GCC unroll 4
-    for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+      for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
 #pragma GCC unroll 16
-    for (int r = 0; r < Rows; ++r) {
-      const B av(a[r]);
+      for (int r = 0; r < Rows; ++r) {
+        const B av(a[r * Group + j]);
 #pragma GCC unroll 4
-      for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+        for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+      }
+      b += ldb;
     }
-    a += Rows;
-    b += ldb;
+    a += Rows * Group;
   }
   // Full tiles (the common case) are a separate instantiation, so that no branch on cols keeps the
   // accumulators from going straight from registers to C.
@@ -85,15 +94,16 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
   }
 }
 
-// The kernel for `rows` (1..MR) rows and full (NR) or partial columns, chosen at run time from a table
-// built at compile time: gemm_kernels<T>[cols == NR][rows - 1].
+// The kernel for `rows` (1..MR) rows and full or partial columns, chosen at run time from tables built
+// at compile time: gemm_kernel_table<T, NV, G>[cols == NV * W][rows - 1], for the A panel's grouping G
+// (1 or W) and NV = 1 for a panel at most one vector wide (N = 16 on AVX-512: a CNN's narrow layers).
 template <class T>
 using gemm_kernel_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, index_t, bool);
-template <class T, bool Full>
+template <class T, bool Full, index_t NV, index_t G>
 inline constexpr auto gemm_kernel_row = []<std::size_t... R>(std::index_sequence<R...>) {
-  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, Full>...};
+  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, Full, NV, G>...};
 }(std::make_index_sequence<gemm_tile<T>::MR>{});
-template <class T>
-inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernels{gemm_kernel_row<T, false>,
-                                                                                               gemm_kernel_row<T, true>};
+template <class T, index_t NV, index_t G>
+inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernel_table{gemm_kernel_row<T, false, NV, G>,
+                                                                                                    gemm_kernel_row<T, true, NV, G>};
 } // namespace tenfold::cpu
