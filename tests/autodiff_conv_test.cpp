@@ -138,6 +138,9 @@ TEST_CASE("conv2d: gradients of input and weights (NCHW and NHWC, stride, paddin
   check_conv<float, geometry{3, 2, 9, 8, 5, 3, 2, 2, 1, 1}, false>(); // stride 2: rows the stride drops
   check_conv<float, geometry{3, 2, 9, 8, 5, 3, 2, 2, 1, 1}, true>();
   check_conv<double, geometry{1, 2, 10, 9, 3, 3, 3, 1, 2, 2}, false>(); // dilation 2
+  // NHWC weight gradients lay the windows out by position when a window row is a vector or more
+  // (Cg * KW >= 16) and by tap otherwise (the cases above): one of the former.
+  check_conv<float, geometry{1, 8, 5, 6, 3, 3, 2, 1, 1, 1}, true>();
 }
 
 TEST_CASE("conv2d: gradients of a grouped and a depthwise convolution (NCHW and NHWC)", "[autodiff][conv]") {

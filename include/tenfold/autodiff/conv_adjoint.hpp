@@ -70,6 +70,16 @@ auto conv_weight_gemm(const R& r, const V& v) {
         auto rows = reshape<G, RCg, M>(permute<1, 2, 0, 3, 4>(reshape<B, G, RCg, P, Q>(r)));
         return reshape<RC, VCg, KH, KW>(matmul(std::move(rows), std::move(cols)));
       });
+    } else if constexpr (VCg * KW < 16) {
+      // Few channels (a first layer on 1 or 3): a window row is a few values, so the windows are laid
+      // out k-major, [G, KH, KW, VCg, B, P, Q], gathered in runs along Q, and read as a row-major
+      // [K, M] operand (the same sums in the same order as the layout below).
+      return let(permute<3, 5, 6, 4, 0, 1, 2>(reshape<B, P, Q, G, VCg, KH, KW>(std::move(win))), [r](const auto& w) {
+        auto cols_t = reshape<G, KH * KW * VCg, M>(w);
+        auto rows = permute<1, 0, 2>(reshape<M, G, RCg>(r));
+        auto dw = reshape<G, KH, KW, VCg, RCg>(matmul(std::move(cols_t), std::move(rows)));
+        return reshape<KH, KW, VCg, RC>(permute<1, 2, 3, 0, 4>(std::move(dw)));
+      });
     } else { // win [B, P, Q, VC, KH, KW] -> [G, B, P, Q, KH, KW, VCg]
       return let(permute<3, 0, 1, 2, 5, 6, 4>(reshape<B, P, Q, G, VCg, KH, KW>(std::move(win))), [r](const auto& w) {
         auto cols = reshape<G, M, KH * KW * VCg>(w);
