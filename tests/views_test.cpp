@@ -334,6 +334,35 @@ TEST_CASE("pad of wide rows, of an expression and of a strided view, written a r
   });
 }
 
+// An operand broadcast along every axis but a contiguous last one of 64 bytes or a multiple (a bias, a
+// per-channel statistic) lets the run span all axes, reading element j at j % E (cpu/rows.hpp,
+// periodic rows). Against loops: f32, f64, int32, a period not a multiple of 64 bytes (rows), a
+// reduction over the leading axes, and a conversion.
+TEST_CASE("operands broadcast over the leading axes are read as periodic runs", "[views]") {
+  const auto x = iota<float, shape<3, 5, 7, 32>>(1);
+  const auto b = iota<float, shape<32>>(-7);
+  const auto y = evaluate(x * 0.5f + broadcast_to<shape<3, 5, 7, 32>>(b) * broadcast_to<shape<3, 5, 7, 32>>(b));
+  for_each_index<shape<3, 5, 7, 32>>([&](auto i) { REQUIRE(get(y, i) == get(x, i) * 0.5f + b(i[3]) * b(i[3])); });
+  const auto xd = iota<double, shape<4, 3, 8>>(2);
+  const auto bd = iota<double, shape<8>>(1);
+  const auto yd = evaluate(xd / broadcast_to<shape<4, 3, 8>>(bd));
+  for_each_index<shape<4, 3, 8>>([&](auto i) { REQUIRE(get(yd, i) == get(xd, i) / bd(i[2])); });
+  const auto xi = iota<std::int32_t, shape<5, 16>>(3);
+  const auto bi = iota<std::int32_t, shape<16>>(-20);
+  const auto yi = evaluate(xi - broadcast_to<shape<5, 16>>(bi));
+  for_each_index<shape<5, 16>>([&](auto i) { REQUIRE(get(yi, i) == get(xi, i) - bi(i[1])); });
+  const auto x24 = iota<float, shape<6, 24>>(0);
+  const auto b24 = iota<float, shape<24>>(5);
+  const auto y24 = evaluate(x24 + broadcast_to<shape<6, 24>>(b24)); // 96 bytes: a row at a time
+  for_each_index<shape<6, 24>>([&](auto i) { REQUIRE(get(y24, i) == get(x24, i) + b24(i[1])); });
+  Tensor<double, shape<>> s = sum(x * broadcast_to<shape<3, 5, 7, 32>>(b)); // one run over every axis
+  double expect = 0;
+  for_each_index<shape<3, 5, 7, 32>>([&](auto i) { expect += double(get(x, i) * b(i[3])); });
+  CHECK(s() == Approx(expect).epsilon(1e-6));
+  Tensor<double, shape<3, 5, 7, 32>> wide = x + broadcast_to<shape<3, 5, 7, 32>>(b); // converted in the store
+  for_each_index<shape<3, 5, 7, 32>>([&](auto i) { REQUIRE(get(wide, i) == double(get(x, i) + b(i[3]))); });
+}
+
 // ---- concat, stack, split ----------------------------------------------------------------------------
 TEST_CASE("concat lays operands end to end along one axis", "[views]") {
   const auto a = iota<float, shape<2, 3>>(0);

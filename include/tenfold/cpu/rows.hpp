@@ -64,11 +64,31 @@ constexpr bool suffix_flat(const std::array<index_t, R>& st, const std::array<in
   return zero || rowmajor;
 }
 
+// Periodic over axes [k, R): a contiguous last axis of E values repeated along the other axes (their
+// strides 0): a per-channel operand broadcast over an image's positions (batch norm's statistics in
+// NHWC). E * element size a multiple of 64 bytes, so that a vector at a multiple of its width in the
+// run stays inside one period on every ISA: the run can span all those axes, element j reading j % E.
+template <int R>
+constexpr bool suffix_periodic(const std::array<index_t, R>& st, const std::array<index_t, R>& dims, int k, index_t bytes) {
+  if (k >= R - 1 || st[R - 1] != 1 || dims[R - 1] * bytes % 64 != 0) return false;
+  for (int i = k; i < R - 1; ++i)
+    if (dims[i] != 1 && st[i] != 0) return false;
+  return true;
+}
+template <class N, int K>
+constexpr bool periodic_leaf() {
+  using S = typename N::shape_type;
+  return !suffix_flat<N::rank>(N::strides, S::dims, K) &&
+         suffix_periodic<N::rank>(N::strides, S::dims, K, index_t(sizeof(typename N::element_type)));
+}
+
 template <class N>
 constexpr bool flat_from(int k) {
   using enum plan::nest_node;
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
-  if constexpr (kind == leaf) return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k);
+  if constexpr (kind == leaf)
+    return suffix_flat<N::rank>(N::strides, N::shape_type::dims, k) ||
+           suffix_periodic<N::rank>(N::strides, N::shape_type::dims, k, index_t(sizeof(typename N::element_type)));
   else if constexpr (kind == map)
     return []<class... C>(detail::tuple<C...>*, int kk) { return (flat_from<C>(kk) && ...); }(
         static_cast<decltype(N::args)*>(nullptr), k);
@@ -86,7 +106,8 @@ constexpr int coalesce_start() {
   if constexpr (r == 0) return 0;
   else {
     int k = r - 1;
-    while (k > 0 && flat_from<N>(k - 1) && flat_from<Dst>(k - 1)) --k;
+    // (the destination only where it is contiguous or broadcast: it is written through leaf rows)
+    while (k > 0 && flat_from<N>(k - 1) && suffix_flat<Dst::rank>(Dst::strides, Dst::shape_type::dims, k - 1)) --k;
     return k;
   }
 }
@@ -196,6 +217,21 @@ struct leaf_row {
   }
 };
 
+// A periodic leaf's row over several axes (see suffix_periodic): element j is p[j % E].
+template <class T, class L, index_t E>
+struct periodic_leaf_row {
+  T* p;
+  TENFOLD_INLINE compute_t<std::remove_const_t<T>> scalar(index_t j) const { return static_cast<compute_t<std::remove_const_t<T>>>(p[j % E]); }
+  TENFOLD_INLINE batch<L> load(index_t j) const {
+    if constexpr (std::is_same_v<std::remove_const_t<T>, L>) return batch<L>::load_unaligned(p + j % E);
+    else {
+      alignas(default_alignment) L tmp[lanes<L>];
+      for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) % E]);
+      return batch<L>::load_aligned(tmp);
+    }
+  }
+};
+
 template <class T, class L>
 struct scalar_row {
   compute_t<T> v;
@@ -293,7 +329,9 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
   } else if constexpr (detail::is_leaf_v<N>) {
     index_t off = N::offset;
     for (int i = 0; i < K; ++i) off += idx[i] * N::strides[i];
-    return leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data() + off};
+    if constexpr (K < N::rank - 1 && periodic_leaf<N, K>())
+      return periodic_leaf_row<typename N::element_type, L, N::shape_type::dims[N::rank - 1]>{n.data() + off};
+    else return leaf_row<typename N::element_type, L, run_stride<N, K>()>{n.data() + off};
   } else if constexpr (detail::is_scalar_node_v<N>) {
     return scalar_row<typename N::value_type, L>{n.value};
   } else if constexpr (plan::constant_from<N>(K)) {
