@@ -1,5 +1,6 @@
 // Built with TENFOLD_TRACE: each evaluated loop nest is recorded and written as Chrome trace JSON.
 #define TENFOLD_TRACE 1
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,14 @@ TEST_CASE("tracing records each loop nest with its ops and shape", "[trace]") {
   CHECK(ev[2].shape == "[1,6]");
   CHECK(ev[3].name.find("sub") != std::string::npos);
   for (const auto& e : ev) CHECK(e.duration_us >= 0);
+
+  // The summary: one line per expression and shape, the costliest first, with its count.
+  for (int i = 0; i < 3; ++i) y = exp(x * 0.1f);
+  const std::string sum = trace::summary();
+  INFO(sum);
+  CHECK(sum.find(" in 4 nests\n") != std::string::npos);
+  CHECK(sum.find("     4 x  [4,6]  exp(mul(float32[4,6], float32))") != std::string::npos);
+  CHECK(std::count(sum.begin(), sum.end(), '\n') == 5);
 
   const std::string path = "tenfold_trace_test.json";
   trace::write(path);

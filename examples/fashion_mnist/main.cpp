@@ -10,7 +10,8 @@
 // the end (default DIR: fashion_mnist_out). --steps N stops each epoch after N batches (a quick run);
 // --log-steps FILE writes every step's loss (epoch,step,loss); --eval FILE loads weights and prints the
 // test accuracy they give. The last line of a training run is "final test accuracy 0.XXXX after N
-// epochs in S s".
+// epochs in S s". Built with -DTENFOLD_TRACE=1 (CMAKE_CXX_FLAGS), it also prints to stderr where the
+// time went, nest by nest (tenfold::trace::summary).
 //
 // Under mpirun (R ranks, on one host or many) every rank holds the model and takes its shard of every
 // global batch of 64 (64 / R rows, the first 64 % R ranks one more), and the run is the one-process run
@@ -293,6 +294,9 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   if (!root) return 0;
   save(*p, weights_path, o.epochs, accuracy);
   std::printf("wrote %s, %s and %s\n", csv_path.c_str(), png_path.c_str(), weights_path.c_str());
+#if defined(TENFOLD_TRACE) // (a build with -DTENFOLD_TRACE=1 in every unit: where the time went, nest by nest)
+  std::fprintf(stderr, "%s", tenfold::trace::summary().c_str());
+#endif
   std::printf("final test accuracy %.4f after %d epochs in %.0f s\n", accuracy, o.epochs,
               std::chrono::duration<double>(clock_type::now() - t0).count());
   return 0;

@@ -2,13 +2,16 @@
 // Tracing: with TENFOLD_TRACE defined, every evaluated loop nest (an assignment, a materialised
 // buffer, a GEMM) is recorded — the expression as its ops name it, the shape, the thread and the time —
 // and tenfold::trace::write(path) emits Chrome trace-event JSON (chrome://tracing, Perfetto). When
+// trace::summary() groups them by expression and shape, the costliest first. When
 // TENFOLD_TRACE is not defined, `trace::scope` is an empty type and costs nothing. Define it for the
 // whole program (every translation unit), as any macro that changes inline code must be.
 #include <string>
 
 #if defined(TENFOLD_TRACE)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -88,6 +91,33 @@ inline void write(const std::string& path) {
                  json_escape(ev[i].shape).c_str(), i + 1 < ev.size() ? "," : "");
   std::fprintf(f, "]\n");
   if (std::fclose(f) != 0) throw error("tenfold::trace::write: error writing '" + path + "'");
+}
+// The recorded nests grouped by expression and shape, the costliest first: total time, share, count,
+// shape and expression (cut to `width` characters), one line each, `lines` lines at most. Where a
+// program's time goes, nest by nest (what a profiler shows as anonymous template instances).
+inline std::string summary(std::size_t lines = 40, std::size_t width = 160) {
+  struct total {
+    double us = 0;
+    long count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, total> by;
+  double all = 0;
+  for (const auto& e : events()) {
+    auto& t = by[{e.name, e.shape}];
+    t.us += e.duration_us, ++t.count, all += e.duration_us;
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [key, t] : by) {
+    char head[96];
+    std::snprintf(head, sizeof head, "%10.0f us %5.1f%% %6ld x  %s  ", t.us, all > 0 ? 100 * t.us / all : 0.0, t.count, key.second.c_str());
+    rows.emplace_back(t.us, head + key.first.substr(0, width));
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  char head[64];
+  std::snprintf(head, sizeof head, "%10.0f us in %zu nests\n", all, rows.size());
+  std::string out = head;
+  for (std::size_t i = 0; i < rows.size() && i < lines; ++i) out += rows[i].second + "\n";
+  return out;
 }
 inline constexpr bool enabled = true;
 #else

@@ -85,7 +85,7 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
         acc[r][v].store_unaligned(c + r * ldc + v * W);
       }
   } else {
-    alignas(default_alignment) T tmp[G::NR];
+    alignas(default_alignment) T tmp[NV * W];
     for (int r = 0; r < Rows; ++r) {
 #pragma GCC unroll 4
       for (index_t v = 0; v < NV; ++v) acc[r][v].store_aligned(tmp + v * W);

@@ -41,6 +41,10 @@ template <class L, class N>
 auto make_padded_row(const N& n, const index_t* idx);
 template <class L, class N>
 auto make_bare_pad_row(const N& n, const index_t* idx);
+template <class N>
+constexpr bool padded_view_rows();
+template <class N>
+constexpr bool bare_pad_rows();
 template <class L, class N>
 auto make_window_row(const N& n, const index_t* idx);
 // A reshape of a strided tensor, read in runs of its innermost axis (cpu/reshaped_rows.hpp).
@@ -70,10 +74,13 @@ constexpr bool suffix_flat(const std::array<index_t, R>& st, const std::array<in
 // run stays inside one period on every ISA: the run can span all those axes, element j reading j % E.
 template <int R>
 constexpr bool suffix_periodic(const std::array<index_t, R>& st, const std::array<index_t, R>& dims, int k, index_t bytes) {
-  if (k >= R - 1 || st[R - 1] != 1 || dims[R - 1] * bytes % 64 != 0) return false;
-  for (int i = k; i < R - 1; ++i)
-    if (dims[i] != 1 && st[i] != 0) return false;
-  return true;
+  if constexpr (R == 0) return false;
+  else {
+    if (k >= R - 1 || st[R - 1] != 1 || dims[R - 1] * bytes % 64 != 0) return false;
+    for (int i = k; i < R - 1; ++i)
+      if (dims[i] != 1 && st[i] != 0) return false;
+    return true;
+  }
 }
 template <class N, int K>
 constexpr bool periodic_leaf() {
@@ -95,7 +102,7 @@ constexpr bool flat_from(int k) {
   else if constexpr (kind == reduce_view) return plan::constant_from<N>(k);
   else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
   else if constexpr (kind == block) return k >= N::rank - 1; // a GEMM block's rows are its own
-  else if constexpr (kind == pad) return k >= N::rank - 1; // one padded row at a time: no bounds check per element
+  else if constexpr (kind == pad) return k >= N::rank - 1 || !bare_pad_rows<N>(); // a padded row at a time where it can
   else return true; // scalar, generator, view, pad, concat, take, by_index: the same everywhere, or read by index
 }
 
@@ -364,9 +371,9 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
               {make_row<K, L>(c, idx)...}};
         },
         n.args);
-  } else if constexpr (K == N::rank - 1 && padded_view<N>()) {
+  } else if constexpr (K == N::rank - 1 && padded_view_rows<N>()) {
     return make_padded_row<L>(n, idx);
-  } else if constexpr (K == N::rank - 1 && detail::is_pad_node_v<N>) {
+  } else if constexpr (K == N::rank - 1 && bare_pad_rows<N>()) {
     return make_bare_pad_row<L>(n, idx);
   } else if constexpr (reshaped_leaf<N>()) {
     return make_reshaped_leaf_row<K, L>(n, idx);
