@@ -33,7 +33,7 @@ struct gemm_tile {
 // NR values starts at b + k * ldb (ldb = NR for a packed panel; the operand's own row stride when B is
 // read in place). The A panel is packed in groups of `Group` consecutive k, each group row by row:
 // a[(k / Group) * Rows * Group + r * Group + k % Group]. Group 1 is the classic k-major panel (a transposed A copies
-// into it by vectors); Group W lets an A whose k runs are contiguous (row-major A, NHWC im2col: runs of
+// into it by vectors); Group W lets an A whose k runs are contiguous (NHWC im2col: runs of
 // channels) be copied in by vectors instead of transposed. Either way every broadcast is at a constant
 // offset and each element of C is summed in k order: the same bits.
 // cols < NR goes through a register-sized buffer so that nothing past the tile is touched.
