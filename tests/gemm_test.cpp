@@ -220,6 +220,7 @@ TEST_CASE("gemm: small static sizes take the unpacked path and stay exact", "[ge
   check_static<16, 16, 16>();
   check_static<64, 64, 64>();
   check_static<128, 128, 128>(); // the largest: its epilogue block lives in the GEMM scratch, not the stack
+  check_static<127, 64, 256>();  // >= 4 MFLOP: with two threads, halves of 63 and 64 rows
   check_static<5, 7, 12>();  // N = 12: 128-bit rows on AVX-512, and an M edge
   check_static<3, 1, 8>();   // K = 1
   check_static<8, 8, 8, double>();
@@ -241,13 +242,14 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
         }
   CHECK(ok);
   // Large enough to be split over the pool (TENFOLD_NUM_THREADS; ctest runs this with 1 and 2): the
-  // result must be bit for bit the single-range one.
+  // result must be bit for bit the single-range one with the same configuration (a machine's tuned
+  // entry may slice k differently from the defaults, which changes the bits).
   const auto x = random_tensor<float, shape<300, 200>>(3);
   const auto w = random_tensor<float, shape<200, 260>>(4);
   Tensor<float, shape<300, 260>> y = matmul(x, w);
   Tensor<float, shape<300, 260>> serial;
   gemm_range<float>(matrix_ref<float>{x.data(), 200, 1}, matrix_ref<float>{w.data(), 260, 1}, 300, 200, {0, 300, 0, 260},
-                    cpu::gemm_direct_out<float>{serial.data(), 260});
+                    cpu::gemm_direct_out<float>{serial.data(), 260}, cpu::gemm_config_for<float>(300, 260, 200));
   CHECK(std::memcmp(y.data(), serial.data(), sizeof(float) * 300 * 260) == 0);
   // Large enough for twice as many parts as threads, handed out dynamically.
   const auto xl = random_tensor<float, shape<600, 300>>(7);
@@ -255,7 +257,7 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   Tensor<float, shape<600, 600>> yl = matmul(xl, wl);
   Tensor<float, shape<600, 600>> yls;
   gemm_range<float>(matrix_ref<float>{xl.data(), 300, 1}, matrix_ref<float>{wl.data(), 600, 1}, 600, 300, {0, 600, 0, 600},
-                    cpu::gemm_direct_out<float>{yls.data(), 600});
+                    cpu::gemm_direct_out<float>{yls.data(), 600}, cpu::gemm_config_for<float>(600, 600, 300));
   CHECK(std::memcmp(yl.data(), yls.data(), sizeof(float) * 600 * 600) == 0);
   // The same split with an epilogue (scratch blocks, then bias and relu in the store).
   const auto bl = random_tensor<float, shape<600>>(9);
@@ -270,7 +272,7 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   Tensor<float, shape<4, 1024>> z = matmul(t, wt);
   Tensor<float, shape<4, 1024>> zs;
   gemm_range<float>(matrix_ref<float>{t.data(), 512, 1}, matrix_ref<float>{wt.data(), 1024, 1}, 4, 512, {0, 4, 0, 1024},
-                    cpu::gemm_direct_out<float>{zs.data(), 1024});
+                    cpu::gemm_direct_out<float>{zs.data(), 1024}, cpu::gemm_config_for<float>(4, 1024, 512));
   CHECK(std::memcmp(z.data(), zs.data(), sizeof(float) * 4 * 1024) == 0);
   // A few rows through a weight stored [N, K] (PyTorch's layout: dot products of rows), with a K that
   // is not a whole number of vectors, bare and with a bias + gelu in the store.
@@ -280,7 +282,7 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   Tensor<float, shape<13, 1030>> d = matmul(rows, transpose(wn)), ds;
   Tensor<float, shape<13, 1030>> de = gelu(linear(rows, wn, bias));
   gemm_range<float>(matrix_ref<float>{rows.data(), 389, 1}, matrix_ref<float>{wn.data(), 1, 389}, 13, 389, {0, 13, 0, 1030},
-                    cpu::gemm_direct_out<float>{ds.data(), 1030});
+                    cpu::gemm_direct_out<float>{ds.data(), 1030}, cpu::gemm_config_for<float>(13, 1030, 389));
   CHECK(std::memcmp(d.data(), ds.data(), sizeof(float) * 13 * 1030) == 0);
   bool dot_ok = true, dot_epilogue = true;
   for (int i = 0; i < 13; ++i)

@@ -145,7 +145,10 @@ void run_gemm(const Dst& dst, const N& root) {
     constexpr bool resident = !small && batches == 1 && M <= gemm_in_place_rows<T> &&
                               double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
     gemm_schedule sched = schedule_gemm(M, N_, K, batches, resident, cfg);
-    if (small) sched.parts = 1; // the unrolled small kernels take whole products
+    // The unrolled small kernels take whole products, or, for the largest of them (>= 2 MFLOP) with
+    // threads to spare, halves of their rows (the halves' shapes are static too).
+    constexpr bool small_halves = small && M >= 8 && 2.0 * double(M) * double(N_) * double(K) >= 2e6;
+    if (small) sched.parts = small_halves && batches < sched.threads ? 2 : 1;
     const index_t parts = sched.parts;
     constexpr bool direct = gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
     auto task = [&](index_t t0, index_t t1) {
@@ -178,15 +181,27 @@ void run_gemm(const Dst& dst, const N& root) {
           constexpr index_t ars = LA::strides[LA::rank - 2], acs = LA::strides[LA::rank - 1], brs = LB::strides[LB::rank - 2];
           const T* ap = reinterpret_cast<const T*>(a.p);
           const T* bp = reinterpret_cast<const T*>(bm.p);
-          if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
-            small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, dst.data() + off, Dst::strides[R - 2]);
+          // Rows [I0, I0 + Rows) of the product.
+          auto rows = [&]<index_t I0, index_t Rows>() {
+            if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
+              constexpr index_t ldd = Dst::strides[R - 2];
+              small_gemm<T, Rows, N_, K, ars, acs, brs>(ap + I0 * ars, bp, dst.data() + off + I0 * ldd, ldd);
+            } else {
+              // C on the stack when small, else in the thread's GEMM scratch.
+              constexpr bool on_stack = Rows * N_ * index_t(sizeof(T)) <= 16384;
+              alignas(default_alignment) T stack_c[on_stack ? Rows * N_ : 1];
+              T* c = on_stack ? stack_c : gemm_workspace<T>::local().c.get(Rows * N_);
+              small_gemm<T, Rows, N_, K, ars, acs, brs>(ap + I0 * ars, bp, c, N_);
+              store(c, N_, I0, Rows, 0, N_);
+            }
+          };
+          if constexpr (small_halves) {
+            constexpr index_t half = M / 2;
+            if (parts == 1) rows.template operator()<0, M>();
+            else if (t % 2 == 0) rows.template operator()<0, half>();
+            else rows.template operator()<half, M - half>();
           } else {
-            // C on the stack when small, else in the thread's GEMM scratch.
-            constexpr bool on_stack = M * N_ * index_t(sizeof(T)) <= 16384;
-            alignas(default_alignment) T stack_c[on_stack ? M * N_ : 1];
-            T* c = on_stack ? stack_c : gemm_workspace<T>::local().c.get(M * N_);
-            small_gemm<T, M, N_, K, ars, acs, brs>(ap, bp, c, N_);
-            store(c, N_, 0, M, 0, N_);
+            rows.template operator()<0, M>();
           }
         } else if constexpr (direct) {
           const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};

@@ -83,8 +83,10 @@ void small_gemm(const T* a, const T* b, T* c, index_t ldc) {
   constexpr index_t W = index_t(xsimd::batch<T, A>::size), vectors = N / W;
   // Up to 4 vectors across and as many rows as keep about 24 accumulators in registers (12 where the
   // register file has 16).
-  constexpr index_t NV = vectors % 4 == 0 ? 4 : vectors % 3 == 0 ? 3 : vectors % 2 == 0 ? 2 : 1;
-  constexpr index_t acc_budget = gemm_tile<T>::wide_file ? 24 : 12;
+  constexpr bool wide = gemm_tile<T>::wide_file;
+  constexpr index_t NV = wide ? (vectors % 4 == 0 ? 4 : vectors % 3 == 0 ? 3 : vectors % 2 == 0 ? 2 : 1)
+                              : (vectors % 2 == 0 ? 2 : 1);
+  constexpr index_t acc_budget = wide ? 24 : 12;
   constexpr index_t MR = std::max<index_t>(1, std::min<index_t>(M, acc_budget / NV));
   constexpr index_t full_rows = M / MR * MR, rest = M - full_rows;
   for (index_t j = 0; j < N; j += NV * W) {
