@@ -158,7 +158,8 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   Tensor<float, shape<1, 40, 17, 15>> serial;
   static constexpr cpu::conv_dims dims = cpu::conv_dims_of<Cv>();
   cpu::gemm_range<float>(cpu::conv_weight_ref<float>{w.data(), &dims}, cpu::im2col_cols_ref<float>{x.data(), &dims}, M, K,
-                         cpu::gemm_part{0, M, 0, N}, cpu::gemm_direct_out<float>{serial.data(), N});
+                         cpu::gemm_part{0, M, 0, N}, cpu::gemm_direct_out<float>{serial.data(), N},
+                         cpu::gemm_config_for<float>(M, N, K)); // the evaluator's (tuned) configuration
   static_assert(std::is_same_v<XL, detail::node_t<Tensor<float, shape<1, 32, 17, 15>>&>>);
   for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == serial.data()[i]);
   Tensor<float, shape<1, 40, 17, 15>> serial_fused = relu(serial + b);
@@ -173,7 +174,8 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   Tensor<float, shape<2, 17, 15, 40>> hserial;
   static constexpr cpu::conv_dims hdims = cpu::conv_dims_of<Hv>();
   cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hwt.data(), &hdims}, 2 * 17 * 15, K,
-                         cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40});
+                         cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40},
+                         cpu::gemm_config_for<float>(2 * 17 * 15, 40, K));
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
 }
 
