@@ -58,6 +58,7 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
   for (int r = 0; r < Rows; ++r)
 #pragma GCC unroll 4
     for (index_t v = 0; v < NV; ++v) acc[r][v] = B(T(0));
+#pragma GCC unroll 4
   for (index_t k0 = 0; k0 < kc; k0 += Group) {
     const index_t g = Group == 1 ? 1 : std::min(Group, kc - k0);
     for (index_t j = 0; j < g; ++j) {
