@@ -19,6 +19,7 @@ constexpr conv_case grid[] = {
     {.n = 3, .c = 4, .h = 9, .w = 9, .oc = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 2, .dw = 2, .groups = 2},
     {.n = 1, .c = 4, .h = 7, .w = 9, .oc = 4, .kh = 3, .kw = 3, .ph = 1, .pw = 1, .groups = 2},
     {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 3, .kh = 3, .kw = 3, .ph = 1, .pw = 1, .groups = 3},       // depthwise
+    {.n = 2, .c = 1, .h = 7, .w = 9, .oc = 4, .kh = 3, .kw = 3, .ph = 1, .pw = 1},                    // one channel: panels of contiguous taps
     {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 6, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .ph = 2, .pw = 2, .groups = 3},
     {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .ph = 2, .pw = 2},
     {.n = 1, .c = 5, .h = 7, .w = 9, .oc = 3, .kh = 1, .kw = 1, .sh = 2, .sw = 2},                    // strided 1x1
