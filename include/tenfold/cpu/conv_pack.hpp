@@ -317,8 +317,15 @@ void pack_b_conv(const im2col_cols_ref<E>& b, index_t k0, index_t kc, index_t j0
         for (; t < a; ++t) r[t] = T(0);
         if (s == 1 && d.xw == 1) {
           const E* q = src + (ow + a + dw);
-          if constexpr (std::is_same_v<E, T>) // whole vectors: a library memcpy call costs more than these short runs
+          if constexpr (std::is_same_v<E, T>) { // whole vectors: a library memcpy call costs more than these short runs
             for (; t + lanes<T> <= z; t += lanes<T>) batch<T>::load_unaligned(q + (t - a)).store_unaligned(r + t);
+            // the rest as one more vector ending at z, over values already copied (a 14-wide row: two
+            // vectors, not a vector and six scalars)
+            if (t < z && z - a >= lanes<T>) {
+              batch<T>::load_unaligned(q + (z - lanes<T> - a)).store_unaligned(r + z - lanes<T>);
+              t = z;
+            }
+          }
           for (; t < z; ++t) r[t] = static_cast<T>(q[t - a]);
         } else {
           for (; t < z; ++t) r[t] = static_cast<T>(src[((ow + t) * s + dw) * d.xw]);
