@@ -145,9 +145,10 @@ void run_gemm(const Dst& dst, const N& root) {
     constexpr bool resident = !small && batches == 1 && M <= gemm_in_place_rows<T> &&
                               double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
     gemm_schedule sched = schedule_gemm(M, N_, K, batches, resident, cfg);
-    // The unrolled small kernels take whole products, or, for the largest of them (>= 2 MFLOP) with
-    // threads to spare, halves of their rows (the halves' shapes are static too).
-    constexpr bool small_halves = small && M >= 8 && 2.0 * double(M) * double(N_) * double(K) >= 2e6;
+    // The unrolled small kernels take whole products, or, for those schedule_gemm gives the pool
+    // (>= 4 MFLOP) with threads to spare, halves of their rows (the halves' shapes are static too, so
+    // only these products instantiate them).
+    constexpr bool small_halves = small && M >= 8 && 2.0 * double(M) * double(N_) * double(K) >= 4e6;
     if (small) sched.parts = small_halves && batches < sched.threads ? 2 : 1;
     const index_t parts = sched.parts;
     constexpr bool direct = gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
