@@ -18,4 +18,5 @@
 #include "tenfold/ops/take.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
+#include "tenfold/cpu/step.hpp"
 #include "tenfold/cpu/print.hpp"

@@ -26,6 +26,7 @@
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/param_holder.hpp"
 #include "tenfold/core/scatter_node.hpp"
+#include "tenfold/core/step.hpp"
 #include "tenfold/ops/attention.hpp"
 #include "tenfold/ops/composites.hpp"
 #include "tenfold/ops/linear.hpp"
@@ -408,6 +409,13 @@ template <class P>
   requires requires(const P& p) { p.expr(); }
 struct memory_of<P> {
   using type = typename holder_of<decltype(std::declval<const P&>().expr())>::type;
+};
+// A slot of a step (core/step.hpp) has its memory given when the step runs: the parameter keeps the slot.
+template <class T, class S, auto St, index_t O, class U, class SS, class SlotTag>
+struct memory_of<detail::leaf<T, S, St, O, detail::slot_ref<U, SS, SlotTag>>> {
+  static_assert(detail::leaf<T, S, St, O, detail::slot_ref<U, SS, SlotTag>>::contiguous,
+                "tenfold::vjp: differentiate with respect to a whole slot, not a view of one");
+  using type = detail::slot_ref<U, SS, SlotTag>;
 };
 // Parameter K of the function tagged Tag: a leaf on p's storage whose holder names it.
 template <class Tag, int K, class P>

@@ -215,6 +215,17 @@ constexpr index_t lower_bound(const arena_analysis& a) {
   }
   return best;
 }
+// Every buffer apart: what the arena would be without sharing, for comparison.
+constexpr index_t total_bytes(const arena_analysis& a) {
+  index_t t = 0;
+  for (int b = 0; b < a.count; ++b) t += a.buf[b].bytes;
+  return t;
+}
+constexpr std::array<index_t, max_buffers> offsets_of(const arena_layout& l) {
+  std::array<index_t, max_buffers> o{};
+  for (int b = 0; b < max_buffers; ++b) o[std::size_t(b)] = l.offset[b];
+  return o;
+}
 } // namespace tenfold::plan
 
 namespace tenfold {
@@ -226,16 +237,8 @@ struct arena_plan {
   static constexpr int buffers = analysis.count;
   static constexpr index_t bytes = layout.bytes;                     // the arena's size
   static constexpr index_t lower_bound = plan::lower_bound(analysis); // max bytes alive at once
-  static constexpr index_t total = [] {                              // every buffer apart, for comparison
-    index_t t = 0;
-    for (int b = 0; b < analysis.count; ++b) t += analysis.buf[b].bytes;
-    return t;
-  }();
-  static constexpr std::array<index_t, plan::max_buffers> offsets = [] {
-    std::array<index_t, plan::max_buffers> o{};
-    for (int b = 0; b < plan::max_buffers; ++b) o[b] = layout.offset[b];
-    return o;
-  }();
+  static constexpr index_t total = plan::total_bytes(analysis);       // every buffer apart, for comparison
+  static constexpr std::array<index_t, plan::max_buffers> offsets = plan::offsets_of(layout);
 };
 template <class... E>
 inline constexpr index_t arena_bytes = arena_plan<E...>::bytes;

@@ -1,0 +1,65 @@
+#pragma once
+// run_step(statements, arena): a step (core/step.hpp) on the CPU, each slot and temporary at its planned
+// place in the caller's arena (step_plan<decltype(statements)>::bytes, 64-byte aligned). Nothing is
+// allocated.
+#include <span>
+
+#include "tenfold/core/tensor_map.hpp"
+#include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/plan/step.hpp"
+
+namespace tenfold {
+namespace cpu {
+// The CPU backend of the step walk: arena_buffers for the temporaries, plus the slots' places.
+template <class Plan>
+struct step_buffers : arena_buffers {
+  explicit step_buffers(std::byte* b) : arena_buffers(b, Plan::offsets.data(), Plan::temporaries) {}
+
+  // A leaf over a slot reads the slot's place in the arena; any other leaf is read as it is.
+  template <class L>
+  auto leaf(L&& l) const {
+    using D = std::remove_cvref_t<L>;
+    using R = detail::slot_read_t<D>;
+    if constexpr (std::is_void_v<R>) return D(std::forward<L>(l));
+    else {
+      using T = typename D::element_type;
+      constexpr index_t at = Plan::template slot_offset<typename plan::slot_tag<R>::type>();
+      T* p = reinterpret_cast<T*>(base + at);
+      return detail::leaf<T, typename D::shape_type, D::strides, D::offset, detail::ref_holder<T>>{{}, {p}};
+    }
+  }
+  template <class Dst, class E>
+  void assign(const Dst& dst, E&& e) {
+    static_assert(!(detail::any_node<detail::is_take, std::remove_cvref_t<E>>() && detail::any_node<reads_slot, std::remove_cvref_t<E>>()),
+                  "tenfold::statements: a take or gather reads its indices from a slot (check them first: keep indices in a tensor)");
+    detail::eval_with(leaf(dst), std::forward<E>(e), *this);
+  }
+  template <class H>
+  void host(const H& h) {
+    detail::unpack([&](const auto&... x) { h.f(as_map(leaf(x))...); }, h.args);
+  }
+
+ private:
+  template <class N>
+  struct reads_slot : std::bool_constant<!std::is_void_v<detail::slot_read_t<N>>> {};
+  template <class L>
+  static auto as_map(const L& l) {
+    static_assert(L::contiguous, "tenfold::host: an argument must be contiguous (a whole slot, Tensor or TensorMap)");
+    return TensorMap<typename L::element_type, typename L::shape_type>(l.data());
+  }
+};
+} // namespace cpu
+
+// Runs the statements in order, in `arena`; a tenfold::error (and nothing run) if the arena is smaller
+// than the step's plan or not 64-byte aligned.
+template <class S>
+void run_step(S&& statements, std::span<std::byte> arena) {
+  using P = step_plan<std::remove_cvref_t<S>>;
+  if (index_t(arena.size()) < P::bytes)
+    throw error(detail::message("tenfold::run_step: the arena has ", arena.size(), " bytes; this step needs ", P::bytes));
+  if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
+    throw error("tenfold::run_step: the arena must be 64-byte aligned");
+  cpu::step_buffers<P> be(arena.data());
+  plan::run_statements(std::forward<S>(statements), be);
+}
+} // namespace tenfold

@@ -1,0 +1,154 @@
+#pragma once
+// The plan of a step (core/step.hpp): its statements walked in order, each assignment by the one walk
+// (plan/walk.hpp), and every slot and every statement's temporaries given a place in one arena.
+//
+// The walk over statements is backend-generic, like the walk over an expression: a backend says how
+// to run one assignment (`be.assign(dst, expr)`) and one host statement (`be.host(stmt)`). The
+// planner's backend counts (the arena planner's, plus slots): a slot is a buffer alive from the step
+// of the first statement that writes it to the last step that reads it; temporaries are numbered as
+// they are taken, slots after them, so a backend that runs the step takes temporaries in the same
+// order and finds each slot at `offsets[temporaries + slot_index<Tag>]`. Reading a slot before any
+// statement writes it is a compile error.
+#include "tenfold/core/step.hpp"
+#include "tenfold/plan/arena.hpp"
+
+namespace tenfold::plan {
+
+inline constexpr int max_slots = 256;
+
+// A slot's identity at compile time: the address of a variable of its tag.
+template <class Tag>
+inline constexpr char slot_key = 0;
+template <class R>
+struct slot_tag;
+template <class T, class S, class Tag>
+struct slot_tag<detail::slot_ref<T, S, Tag>> {
+  using type = Tag;
+};
+
+// Statements in order; nested groups in place.
+template <class B, class N>
+constexpr void run_statements(N&& n, B& be) {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (detail::is_statements_v<D>)
+    detail::unpack([&be](auto&&... s) { (run_statements(std::forward<decltype(s)>(s), be), ...); }, std::forward<N>(n).args);
+  else if constexpr (detail::is_assign_stmt_v<D>)
+    be.assign(detail::get<0>(std::forward<N>(n).args), detail::get<1>(std::forward<N>(n).args));
+  else be.host(std::forward<N>(n));
+}
+
+// The counting backend over a step: the arena planner's, with slots (buffer numbers -2, -3, ...).
+struct step_counting_backend : counting_backend {
+  const void* key[max_slots]{};
+  buffer_record slot[max_slots]{};
+  bool written[max_slots]{};
+  int slots = 0;
+
+  template <class R>
+  constexpr int slot_number() {
+    const void* k = &slot_key<typename slot_tag<R>::type>;
+    for (int j = 0; j < slots; ++j)
+      if (key[j] == k) return j;
+    if (slots >= max_slots) throw "tenfold: more than 256 slots in a step";
+    key[slots] = k;
+    slot[slots].bytes = []<class T, class S, class Tag>(detail::slot_ref<T, S, Tag>*) { return padded_bytes<T, S>(); }(static_cast<R*>(nullptr));
+    return slots++;
+  }
+  template <class L>
+  constexpr auto leaf(const L& l) {
+    using R = detail::slot_read_t<L>;
+    if constexpr (std::is_void_v<R>) return counting_backend::leaf(l);
+    else {
+      using T = typename L::element_type;
+      return detail::leaf<T, typename L::shape_type, L::strides, L::offset, counted_holder<T>>{{}, {-2 - slot_number<R>()}};
+    }
+  }
+  constexpr void read(int b, int step) {
+    if (b >= 0) {
+      if (a.buf[b].last < step) a.buf[b].last = step;
+    } else if (b <= -2) {
+      if (!written[-2 - b]) throw "tenfold::statements: a slot is read before any statement writes it";
+      if (slot[-2 - b].last < step) slot[-2 - b].last = step;
+    }
+  }
+  constexpr void write(int b, int step) {
+    if (b >= 0) a.buf[b].first = a.buf[b].last = step;
+    else if (b <= -2) {
+      const int j = -2 - b;
+      if (!written[j]) written[j] = true, slot[j].first = step;
+      if (slot[j].last < step) slot[j].last = step;
+    }
+  }
+  template <class N>
+  constexpr void record_reads(const N& n, int step) {
+    if constexpr (is_counted_leaf_v<N>) read(n.holder.buffer, step);
+    else detail::unpack([&](const auto&... c) { (record_reads(c, step), ...); }, detail::children(n));
+  }
+  template <class Dst, class N>
+  constexpr void run(const Dst& dst, const N& n) {
+    const int step = a.steps++;
+    ++a.nests;
+    record_reads(n, step); // before the write: a statement may read the slot it rewrites
+    write(dst.holder.buffer, step);
+  }
+  template <class Dst, class E>
+  constexpr void assign(const Dst& dst, E&& e) {
+    run(leaf(dst), prepare_root(std::forward<E>(e), *this));
+  }
+  template <class H>
+  constexpr void host(const H& h) { // its arguments are read and may be written: alive here
+    const int step = a.steps++;
+    detail::unpack([&](const auto&... x) { (write(leaf(x).holder.buffer, step), ...); }, h.args);
+  }
+};
+
+struct step_analysis {
+  arena_analysis a{}; // temporaries, then slots
+  int temporaries = 0;
+  int slots = 0;
+  const void* key[max_slots]{};
+};
+
+// A host statement's function, for the compile-time walk (a lambda with captures cannot be made there).
+struct no_host_function {};
+template <class F, class... A>
+struct probe<detail::host_stmt<F, A...>> {
+  using type = detail::host_stmt<no_host_function, typename probe<A>::type...>;
+};
+
+template <class Root>
+constexpr step_analysis analyze_step() {
+  step_counting_backend be{};
+  run_statements(probe_t<Root>(), be);
+  step_analysis s{be.a, be.a.count, be.slots, {}};
+  for (int j = 0; j < be.slots; ++j) {
+    if (s.a.count >= max_buffers) throw "tenfold: more than 512 buffers and slots in a step";
+    s.a.buf[s.a.count++] = be.slot[j];
+    s.key[j] = be.key[j];
+  }
+  return s;
+}
+} // namespace tenfold::plan
+
+namespace tenfold {
+// step_plan<Statements>: every slot and temporary of a step at its place in one arena, at compile time.
+template <class Statements>
+struct step_plan {
+  static constexpr plan::step_analysis analysis = plan::analyze_step<Statements>();
+  static constexpr plan::arena_layout layout = plan::plan_arena(analysis.a);
+  static constexpr int temporaries = analysis.temporaries; // buffers the statements' walks take, in order
+  static constexpr int slots = analysis.slots;
+  static constexpr int steps = analysis.a.steps; // nests and host statements
+  static constexpr index_t bytes = layout.bytes;                       // the arena's size
+  static constexpr index_t lower_bound = plan::lower_bound(analysis.a); // max bytes alive at once
+  static constexpr index_t total = plan::total_bytes(analysis.a);       // every buffer and slot apart
+  static constexpr std::array<index_t, plan::max_buffers> offsets = plan::offsets_of(layout);
+  // Where in the arena the slot tagged Tag lies.
+  template <class Tag>
+  static constexpr index_t slot_offset() {
+    for (int j = 0; j < slots; ++j)
+      if (analysis.key[j] == &plan::slot_key<Tag>) return offsets[std::size_t(temporaries + j)];
+    throw "tenfold::step_plan: no statement of this step uses this slot";
+  }
+};
+} // namespace tenfold
