@@ -9,6 +9,8 @@
 // they are taken, slots after them, so a backend that runs the step takes temporaries in the same
 // order and finds each slot at `offsets[temporaries + slot_index<Tag>]`. Reading a slot before any
 // statement writes it is a compile error.
+#include <string_view>
+
 #include "tenfold/core/step.hpp"
 #include "tenfold/plan/arena.hpp"
 
@@ -16,9 +18,14 @@ namespace tenfold::plan {
 
 inline constexpr int max_slots = 256;
 
-// A slot's identity at compile time: the address of a variable of its tag.
+// A slot's identity at compile time: its tag's name, as the compiler spells it in this function's name
+// (not an address: GCC 12 does not fold comparisons of two variables' addresses under UBSan). Two
+// tags of one step must differ in name, as two local structs of the same name in two lambdas of one
+// function would not.
 template <class Tag>
-inline constexpr char slot_key = 0;
+constexpr std::string_view slot_key() {
+  return __PRETTY_FUNCTION__;
+}
 template <class R>
 struct slot_tag;
 template <class T, class S, class Tag>
@@ -39,14 +46,14 @@ constexpr void run_statements(N&& n, B& be) {
 
 // The counting backend over a step: the arena planner's, with slots (buffer numbers -2, -3, ...).
 struct step_counting_backend : counting_backend {
-  const void* key[max_slots]{};
+  std::string_view key[max_slots]{};
   buffer_record slot[max_slots]{};
   bool written[max_slots]{};
   int slots = 0;
 
   template <class R>
   constexpr int slot_number() {
-    const void* k = &slot_key<typename slot_tag<R>::type>;
+    const std::string_view k = slot_key<typename slot_tag<R>::type>();
     for (int j = 0; j < slots; ++j)
       if (key[j] == k) return j;
     if (slots >= max_slots) throw "tenfold: more than 256 slots in a step";
@@ -106,7 +113,7 @@ struct step_analysis {
   arena_analysis a{}; // temporaries, then slots
   int temporaries = 0;
   int slots = 0;
-  const void* key[max_slots]{};
+  std::string_view key[max_slots]{};
 };
 
 // A host statement's function, for the compile-time walk (a lambda with captures cannot be made there).
@@ -147,7 +154,7 @@ struct step_plan {
   template <class Tag>
   static constexpr index_t slot_offset() {
     for (int j = 0; j < slots; ++j)
-      if (analysis.key[j] == &plan::slot_key<Tag>) return offsets[std::size_t(temporaries + j)];
+      if (analysis.key[j] == plan::slot_key<Tag>()) return offsets[std::size_t(temporaries + j)];
     throw "tenfold::step_plan: no statement of this step uses this slot";
   }
 };
