@@ -7,10 +7,11 @@
 //                    -> linear 1568->128, relu, dropout(0.25) -> linear 128->10 -> logits
 //
 // The forward pass is written once per stage (the functions below), as expressions. A training step
-// runs the stages forward keeping each stage's output in a tensor, then runs them backward: each
+// runs the stages forward keeping each stage's output in a slot, then runs them backward: each
 // stage's gradients are `vjp` of the same function (autodiff/backward.hpp), built at compile time.
 // Inside a stage, values are recomputed where the backward pass reads them; across stages they are
-// read from the saved tensors. The layout is NHWC (channels innermost): batch norm's per-channel
+// read from the saved slots. The whole step is one list of statements (core/step.hpp), planned as one
+// arena at compile time (trainer<B>::plan_for<Comm>). The layout is NHWC (channels innermost): batch norm's per-channel
 // statistics are then column sums and the pools' windows are runs of channels, both vectorised.
 //
 // Data-parallel training (dist/): each rank runs a step on its shard of the global batch, and the step
@@ -156,36 +157,60 @@ struct shard {
   }
 };
 
-// One training step's tensors: the saved stage outputs and the gradients, held between steps; every
-// expression of a step is evaluated in one arena whose size is a compile-time constant (each
-// assignment checks its own plan against it at compile time), so a step allocates nothing.
+// The values of one training step that live only during it: the forward stages' outputs that the
+// backward pass reads, the gradients of those outputs, the batch statistics. Each is a slot of the
+// step (core/step.hpp): the planner gives it a place in the step's one arena, alive from the statement
+// that writes it to the last that reads it, so activations and their gradients share the arena over
+// time. (The tags are the slots' names; one step's tags differ.)
+template <index_t B>
+struct step_values {
+  slot<float, shape<B, 28, 28, C1>, struct a1_> a1;
+  slot<float, shape<B, 28, 28, C1>, struct r1_> r1;
+  slot<float, shape<B, 14, 14, C1>, struct p1_> p1;
+  slot<float, shape<B, 14, 14, C2>, struct a2_> a2;
+  slot<float, shape<B, 14, 14, C2>, struct r2_> r2;
+  slot<float, shape<B, 7, 7, C2>, struct p2_> p2;
+  slot<float, shape<B, hidden>, struct h_> h;
+  slot<float, shape<B, hidden>, struct mask_> mask;
+  slot<float, shape<B, hidden>, struct gh_> gh;
+  slot<float, shape<B, 7, 7, C2>, struct gp2_> gp2;
+  slot<float, shape<B, 14, 14, C2>, struct gr2_> gr2;
+  slot<float, shape<B, 14, 14, C2>, struct ga2_> ga2;
+  slot<float, shape<B, 14, 14, C1>, struct gp1_> gp1;
+  slot<float, shape<B, 28, 28, C1>, struct gr1_> gr1;
+  slot<float, shape<B, 28, 28, C1>, struct ga1_> ga1;
+  // batch norm: the global batch's mean, biased variance and 1 / sqrt(var + eps); the gradients of the
+  // loss with respect to the mean and rstd, side by side (summed over the ranks together: one allreduce)
+  slot<float, shape<C1>, struct mean1_> mean1;
+  slot<float, shape<C1>, struct var1_> var1;
+  slot<float, shape<C1>, struct rstd1_> rstd1;
+  slot<float, shape<2 * C1>, struct dstat1_> dstat1;
+  slot<float, shape<C2>, struct mean2_> mean2;
+  slot<float, shape<C2>, struct var2_> var2;
+  slot<float, shape<C2>, struct rstd2_> rstd2;
+  slot<float, shape<2 * C2>, struct dstat2_> dstat2;
+};
+
+// One training step as statements over step_values (planned as one arena: trainer<B>::plan), and what
+// lasts between steps: the gradients (held apart, for the allreduce buckets), the row weights of the
+// shard, and the arena.
 template <index_t B>
 struct trainer {
-  // The largest plan among the step's expressions (they run one after another, so this is the step's
-  // lower bound): conv2's weight gradient, which pads its input [B, 16, 16, C1] and gathers the windows
-  // [B, 14, 14, 3, 3, C1] in the GEMM's order. set() checks every expression's plan against it.
-  static constexpr index_t arena_bytes = index_t(sizeof(float)) * B * (16 * 16 * C1 + 14 * 14 * 9 * C1);
+  // The step's statements for a communicator of type Comm; their plan is a compile-time constant.
+  template <class Comm>
+  auto statements(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+                  rng& dropout, Comm& comm, typename Comm::pending& dense, typename Comm::pending& conv);
+  template <class Comm>
+  using plan_for = step_plan<decltype(std::declval<trainer&>().template statements<Comm>(
+      std::declval<parameters&>(), std::declval<const Tensor<float, shape<B, 28, 28, 1>>&>(),
+      std::declval<const Tensor<std::int64_t, shape<B>>&>(), std::declval<rng&>(), std::declval<Comm&>(),
+      std::declval<typename Comm::pending&>(), std::declval<typename Comm::pending&>()))>;
+
   struct aligned_free {
     void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
-  std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
-  template <class D, class E>
-  void set(D& dst, E&& e) {
-    static_assert(eval_arena_bytes<D, E> <= arena_bytes, "trainer::arena_bytes is too small for this expression");
-    eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
-  }
-
-  Tensor<float, shape<B, 28, 28, C1>> a1, ga1, r1, gr1;
-  Tensor<float, shape<B, 14, 14, C1>> p1, gp1;
-  Tensor<float, shape<B, 14, 14, C2>> a2, ga2, r2, gr2;
-  Tensor<float, shape<B, 7, 7, C2>> p2, gp2;
-  Tensor<float, shape<B, hidden>> h, gh, mask;
-  // batch norm: the global batch's mean, biased variance and 1 / sqrt(var + eps); the gradients of the
-  // loss with respect to the mean and rstd (summed over the ranks together: one allreduce)
-  Tensor<float, shape<C1>> mean1, var1, rstd1;
-  Tensor<float, shape<C2>> mean2, var2, rstd2;
-  Tensor<float, shape<2 * C1>> dstat1;
-  Tensor<float, shape<2 * C2>> dstat2;
+  std::unique_ptr<std::byte[], aligned_free> arena; // made by the first step, of the plan's size
+  index_t arena_size = 0;
   // per row: 1 for this rank's rows, 0 for padding; the loss weight, 1 / (global batch) or 0
   Tensor<float, shape<B>> row_mask, row_weight;
   shard rows{0, 0, 0};
@@ -201,36 +226,75 @@ struct trainer {
  private:
   // The global batch's mean and biased variance per channel of a [B, H, W, C] activation, over every
   // rank's rows (two passes, each one sum allreduced), and 1 / sqrt(var + eps).
-  template <class Comm, class A, class R, class V>
-  void sync_statistics(Comm& comm, const A& a, const R& rows4, V& mean, V& var, V& rstd) {
+  template <class Comm, class A, class R, class M, class V, class D>
+  auto statistics(Comm& comm, const A& a, const R& rows4, const M& mean, const V& var, const D& rstd) const {
     using S = typename A::shape_type;
     const float count = float(rows.global * S::dims[1] * S::dims[2]);
-    set(mean, sum(a * rows4, axes<0, 1, 2>));
-    comm.allreduce(mean);
-    set(mean, mean * (1.0f / count));
-    set(var, sum(square(a - mean) * rows4, axes<0, 1, 2>));
-    comm.allreduce(var);
-    set(var, var * (1.0f / count));
-    set(rstd, rsqrt(var + bn_eps));
+    auto allreduce = [&comm](auto m) { comm.allreduce(m); };
+    return tenfold::statements(assign(mean, sum(a * rows4, axes<0, 1, 2>)), host(allreduce, mean), assign(mean, mean * (1.0f / count)),
+                      assign(var, sum(square(a - mean) * rows4, axes<0, 1, 2>)), host(allreduce, var),
+                      assign(var, var * (1.0f / count)), assign(rstd, rsqrt(var + bn_eps)));
   }
   // bn_relu's backward pass: its vjp with the statistics as inputs gives gamma's and beta's gradients
   // and the loss's gradients with respect to the mean and rstd over this rank's rows; summed over the
   // ranks, they add their share to every row's gradient (d mean / d a = 1 / n; d rstd / d a =
   // -rstd^3 (a - mean) / n, n the count over the global batch).
-  template <class Comm, class G, class A, class R, class V, class P, class DA, class DP, class DS>
-  void bn_relu_backward(Comm& comm, const G& grad, const A& a, const R& rows4, const V& mean, const V& rstd, const P& gamma,
-                        const P& beta, DA& da, DP& dgamma, DP& dbeta, DS& dstat) {
+  template <class Comm, class G, class A, class R, class M, class V, class P, class DA, class DP, class DS>
+  auto bn_relu_backward(Comm& comm, const G& grad, const A& a, const R& rows4, const M& mean, const V& rstd, const P& gamma,
+                        const P& beta, const DA& da, DP& dgamma, DP& dbeta, const DS& dstat) const {
     using S = typename A::shape_type;
     constexpr index_t C = S::dims[3];
     const float count = float(rows.global * S::dims[1] * S::dims[2]);
     auto [d_a, d_mean, d_rstd, d_gamma, d_beta] = vjp(bn_relu, grad, a, mean, rstd, gamma, beta);
-    set(dgamma, d_gamma), set(dbeta, d_beta);
-    auto dmean = map<float, shape<C>>(dstat.data()), drstd = map<float, shape<C>>(dstat.data() + C);
-    set(dmean, d_mean), set(drstd, d_rstd);
-    comm.allreduce(dstat);
-    set(da, d_a + rows4 * (dmean * (1.0f / count) - drstd * rstd * rstd * rstd * (a - mean) * (1.0f / count)));
+    auto dmean = slice<range<0, C>>(dstat), drstd = slice<range<C, 2 * C>>(dstat);
+    return tenfold::statements(assign(dgamma, d_gamma), assign(dbeta, d_beta), assign(dmean, d_mean), assign(drstd, d_rstd),
+                      host([&comm](auto m) { comm.allreduce(m); }, dstat),
+                      assign(da, d_a + rows4 * (dmean * (1.0f / count) -
+                                                drstd * rstd * rstd * rstd * (a - mean) * (1.0f / count))));
   }
 };
+
+template <index_t B>
+template <class Comm>
+auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
+                            const Tensor<std::int64_t, shape<B>>& labels, rng& dropout, Comm& comm,
+                            typename Comm::pending& dense, typename Comm::pending& conv) {
+  const step_values<B> v;
+  auto rows4 = reshape<B, 1, 1, 1>(row_mask);
+  const float keep = 1.0f - dropout_p;
+  // backward, stage by stage: each stage's gradients are vjp of its forward function
+  auto [l, dh, dw4, db4] = value_and_grad(
+      [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, v.mask, w_, b_, labels, row_weight); }, v.h,
+      p.w4, p.b4);
+  auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, v.gh,
+                             v.p2, p.w3, p.b3);
+  auto [dr2] = vjp(pool, v.gp2, v.r2);
+  auto [dp1, dw2] = vjp(conv2, v.ga2, v.p1, p.w2);
+  auto [dr1] = vjp(pool, v.gp1, v.r1);
+  auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, v.ga1, p.w1);
+  // batch norm's running statistics (PyTorch's: the unbiased variance)
+  const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);
+  return tenfold::statements(
+      // forward, keeping each stage's output
+      assign(v.a1, conv1(x, p.w1)), statistics(comm, v.a1, rows4, v.mean1, v.var1, v.rstd1),
+      assign(v.r1, bn_relu(v.a1, v.mean1, v.rstd1, p.g1, p.b1)), assign(v.p1, pool(v.r1)),
+      assign(v.a2, conv2(v.p1, p.w2)), statistics(comm, v.a2, rows4, v.mean2, v.var2, v.rstd2),
+      assign(v.r2, bn_relu(v.a2, v.mean2, v.rstd2, p.g2, p.b2)), assign(v.p2, pool(v.r2)),
+      assign(v.h, dense1<B>(v.p2, p.w3, p.b3)),
+      assign(v.mask, where(bernoulli<shape<B, hidden>>(dropout, keep), 1.0f / keep, 0.0f)),
+      // backward; each bucket of parameter gradients starts its allreduce once complete
+      assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4), assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
+      assign(g.b3, db3), host([&] { dense = comm.allreduce_start(g.bucket(0)); }), assign(v.gr2, dr2),
+      bn_relu_backward(comm, v.gr2, v.a2, rows4, v.mean2, v.rstd2, p.g2, p.b2, v.ga2, g.g2, g.b2, v.dstat2),
+      assign(v.gp1, dp1), assign(g.w2, dw2), assign(v.gr1, dr1),
+      bn_relu_backward(comm, v.gr1, v.a1, rows4, v.mean1, v.rstd1, p.g1, p.b1, v.ga1, g.g1, g.b1, v.dstat1),
+      assign(g.w1, dw1), host([&] { conv = comm.allreduce_start(g.bucket(1)); }),
+      // the running statistics, while the gradients travel
+      assign(p.mean1, p.mean1 * (1 - bn_momentum) + v.mean1 * bn_momentum),
+      assign(p.var1, p.var1 * (1 - bn_momentum) + v.var1 * (bn_momentum * n1 / (n1 - 1))),
+      assign(p.mean2, p.mean2 * (1 - bn_momentum) + v.mean2 * bn_momentum),
+      assign(p.var2, p.var2 * (1 - bn_momentum) + v.var2 * (bn_momentum * n2 / (n2 - 1))));
+}
 
 // Defined outside the class, so not inline: a file can declare its instantiation `extern template`
 // and leave it to another (main.cpp and step_64.cpp / step_32.cpp: the steps are most of the example's
@@ -240,6 +304,7 @@ template <class Comm>
 float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, float lr,
                        const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
                        const shard& part, rng& dropout_rng, Comm& comm) {
+  using plan = plan_for<Comm>;
   if (part.count < 1 || part.count > B)
     throw error(detail::message("fashion_mnist: a shard of ", part.count, " rows in a trainer of ", B));
   if (part.first != rows.first || part.count != rows.count || part.global != rows.global) {
@@ -247,49 +312,16 @@ float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, floa
     for (index_t i = 0; i < B; ++i) row_mask(i) = i < rows.count ? 1.0f : 0.0f;
     row_weight = row_mask * (1.0f / float(rows.global));
   }
-  auto rows4 = reshape<B, 1, 1, 1>(row_mask);
-  // forward, keeping each stage's output
-  set(a1, conv1(x, p.w1));
-  sync_statistics(comm, a1, rows4, mean1, var1, rstd1);
-  set(r1, bn_relu(a1, mean1, rstd1, p.g1, p.b1));
-  set(p1, pool(r1));
-  set(a2, conv2(p1, p.w2));
-  sync_statistics(comm, a2, rows4, mean2, var2, rstd2);
-  set(r2, bn_relu(a2, mean2, rstd2, p.g2, p.b2));
-  set(p2, pool(r2));
-  set(h, dense1<B>(p2, p.w3, p.b3));
+  if (arena_size < plan::bytes) { // the first step: the arena, once
+    arena.reset(static_cast<std::byte*>(::operator new[](std::size_t(plan::bytes), std::align_val_t(64))));
+    arena_size = plan::bytes;
+  }
   // this rank's rows of the global batch's dropout mask
-  const float keep = 1.0f - dropout_p;
   const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
   rng mine(global_draw.seed);
   mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
-  set(mask, where(bernoulli<shape<B, hidden>>(mine, keep), 1.0f / keep, 0.0f));
-  // backward, stage by stage
-  auto [l, dh, dw4, db4] = value_and_grad(
-      [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, mask, w_, b_, labels, row_weight); }, h,
-      p.w4, p.b4);
-  set(g.loss, l), set(gh, dh), set(g.w4, dw4), set(g.b4, db4);
-  auto [dp2, dw3, db3] =
-      vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh, p2, p.w3, p.b3);
-  set(gp2, dp2), set(g.w3, dw3), set(g.b3, db3);
-  auto dense_bucket = comm.allreduce_start(g.bucket(0));
-  auto [dr2] = vjp(pool, gp2, r2);
-  set(gr2, dr2);
-  bn_relu_backward(comm, gr2, a2, rows4, mean2, rstd2, p.g2, p.b2, ga2, g.g2, g.b2, dstat2);
-  auto [dp1, dw2] = vjp(conv2, ga2, p1, p.w2);
-  set(gp1, dp1), set(g.w2, dw2);
-  auto [dr1] = vjp(pool, gp1, r1);
-  set(gr1, dr1);
-  bn_relu_backward(comm, gr1, a1, rows4, mean1, rstd1, p.g1, p.b1, ga1, g.g1, g.b1, dstat1);
-  auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, ga1, p.w1);
-  set(g.w1, dw1);
-  auto conv_bucket = comm.allreduce_start(g.bucket(1));
-  // batch norm's running statistics (PyTorch's: the unbiased variance), while the gradients travel
-  const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);
-  set(p.mean1, p.mean1 * (1 - bn_momentum) + mean1 * bn_momentum);
-  set(p.var1, p.var1 * (1 - bn_momentum) + var1 * (bn_momentum * n1 / (n1 - 1)));
-  set(p.mean2, p.mean2 * (1 - bn_momentum) + mean2 * bn_momentum);
-  set(p.var2, p.var2 * (1 - bn_momentum) + var2 * (bn_momentum * n2 / (n2 - 1)));
+  typename Comm::pending dense_bucket{}, conv_bucket{};
+  run_step(statements(p, x, labels, mine, comm, dense_bucket, conv_bucket), std::span<std::byte>(arena.get(), std::size_t(arena_size)));
   comm.wait(dense_bucket), comm.wait(conv_bucket);
   // Adam
   opt.begin_step(lr);

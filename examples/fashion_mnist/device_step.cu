@@ -3,7 +3,7 @@
 // each stage's output; backward stage by stage through the stages' vjps; batch norm's running
 // statistics; Adam. The dropout mask is drawn as the CPU trainer draws it (Philox, same stream), so both
 // train the same network on the same batches up to float rounding. Every expression is evaluated in one
-// device arena of trainer<B>::arena_bytes (each assignment's plan checked against it at compile time).
+// device arena of device_trainer::arena_bytes (each assignment's plan checked against it at compile time).
 #include <tenfold/cuda.hpp>
 
 #include "device_step.hpp"
@@ -54,11 +54,14 @@ struct device_trainer {
   dev<shape<C2>> mean2, var2, rstd2;
   dev<shape<B>> row_weight;
   cuda::Tensor<float> loss;
-  cuda::arena arena{std::size_t(trainer<B>::arena_bytes)};
+  // The largest plan among the step's expressions (they run one after another): conv2's weight
+  // gradient, which pads its input [B, 16, 16, C1] and gathers the windows [B, 14, 14, 3, 3, C1].
+  static constexpr index_t arena_bytes = index_t(sizeof(float)) * B * (16 * 16 * C1 + 14 * 14 * 9 * C1);
+  cuda::arena arena{std::size_t(arena_bytes)};
 
   template <class D, class E>
   void set(D& dst, E&& e) {
-    static_assert(cuda::arena_bytes_for<D, E> <= trainer<B>::arena_bytes, "device_trainer: the arena is too small for this expression");
+    static_assert(cuda::arena_bytes_for<D, E> <= arena_bytes, "device_trainer: the arena is too small for this expression");
     cuda::eval(dst, std::forward<E>(e), arena);
   }
   // The batch's mean and biased variance per channel of a [B, H, W, C] activation, and 1 / sqrt(var + eps).
