@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <tenfold/autodiff/backward.hpp>
+#include <tenfold/dist/communicator.hpp>
 #include <tenfold/tenfold.hpp>
 
 #include "counting_new.hpp"
@@ -136,4 +137,40 @@ TEST_CASE("run_step refuses an arena too small or misaligned, before running any
                     Catch::Contains("64-byte aligned"));
   CHECK(g.loss() == -1.0f);
   CHECK(seen.empty());
+}
+
+// README.md's example (docs:readme_step checks that the lines between readme:begin and readme:end are
+// the README's): a two-layer step with a host statement between its gradients.
+TEST_CASE("README: a training step as statements", "[step][readme]") {
+  constexpr index_t B = 16, D = 8, H = 32, O = 4;
+  rng r(3);
+  const Tensor<float, shape<B, D>> x = normal<shape<B, D>>(r);
+  const Tensor<float, shape<B, O>> y = normal<shape<B, O>>(r);
+  const Tensor<float, shape<D, H>> W1 = normal<shape<D, H>>(r) * 0.3f;
+  const Tensor<float, shape<H, O>> W2 = normal<shape<H, O>>(r) * 0.3f;
+  Tensor<float> L;
+  Tensor<float, shape<D, H>> G1;
+  Tensor<float, shape<H, O>> G2;
+  dist::single_process comm;
+// readme:begin
+slot<float, shape<B, H>, struct h_> h; // the tag names the slot
+slot<float, shape<B, H>, struct gh_> gh;
+auto [loss, dh, dw2] = value_and_grad([&](const auto& h_, const auto& w) { return mse_loss(matmul(h_, w), y); }, h, W2);
+auto [dw1] = vjp([&](const auto& w) { return tanh(matmul(x, w)); }, gh, W1);
+auto s = statements(assign(h, tanh(matmul(x, W1))), assign(L, loss), assign(gh, dh), assign(G2, dw2),
+                    host([&](auto m) { comm.allreduce(m); }, G2), assign(G1, dw1));
+using P = step_plan<decltype(s)>; // P::bytes, P::lower_bound, P::total: compile-time constants
+alignas(64) static std::byte arena[P::bytes];
+run_step(s, arena);
+// readme:end
+  static_assert(P::slots == 2 && P::bytes == P::lower_bound);
+  // The same gradients through value_and_grad of the whole network, one expression each.
+  auto [l2, g1, g2] = value_and_grad(
+      [&](const auto& w1, const auto& w2) { return mse_loss(matmul(tanh(matmul(x, w1)), w2), y); }, W1, W2);
+  Tensor<float> want_l = l2;
+  Tensor<float, shape<D, H>> want1 = g1;
+  Tensor<float, shape<H, O>> want2 = g2;
+  CHECK(L() == Approx(want_l()).epsilon(1e-5));
+  for (index_t i = 0; i < G1.size(); ++i) REQUIRE(G1.data()[i] == Approx(want1.data()[i]).epsilon(1e-4).margin(1e-6));
+  for (index_t i = 0; i < G2.size(); ++i) REQUIRE(G2.data()[i] == Approx(want2.data()[i]).epsilon(1e-4).margin(1e-6));
 }
