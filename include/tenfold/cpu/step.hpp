@@ -11,9 +11,9 @@
 namespace tenfold {
 namespace cpu {
 // The CPU backend of the step walk: arena_buffers for the temporaries, plus the slots' places.
-template <class Plan>
 struct step_buffers : arena_buffers {
-  explicit step_buffers(std::byte* b) : arena_buffers(b, Plan::offsets.data(), Plan::temporaries) {}
+  const plan::step_places* places;
+  explicit step_buffers(std::byte* b, const plan::step_places& p) : arena_buffers(b, p.offsets, p.temporaries), places(&p) {}
 
   // A leaf over a slot reads the slot's place in the arena; any other leaf is read as it is.
   template <class L>
@@ -23,8 +23,7 @@ struct step_buffers : arena_buffers {
     if constexpr (std::is_void_v<R>) return D(std::forward<L>(l));
     else {
       using T = typename D::element_type;
-      constexpr index_t at = Plan::template slot_offset<typename plan::slot_tag<R>::type>();
-      T* p = reinterpret_cast<T*>(base + at);
+      T* p = reinterpret_cast<T*>(base + places->slot_offset(plan::slot_key<typename plan::slot_tag<R>::type>()));
       return detail::leaf<T, typename D::shape_type, D::strides, D::offset, detail::ref_holder<T>>{{}, {p}};
     }
   }
@@ -59,7 +58,7 @@ void run_step(S&& statements, std::span<std::byte> arena) {
     throw error(detail::message("tenfold::run_step: the arena has ", arena.size(), " bytes; this step needs ", P::bytes));
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
     throw error("tenfold::run_step: the arena must be 64-byte aligned");
-  cpu::step_buffers<P> be(arena.data());
+  cpu::step_buffers be(arena.data(), P::places);
   plan::run_statements(std::forward<S>(statements), be);
 }
 } // namespace tenfold

@@ -11,6 +11,7 @@
 // statement writes it is a compile error.
 #include <string_view>
 
+#include "tenfold/core/error.hpp"
 #include "tenfold/core/step.hpp"
 #include "tenfold/plan/arena.hpp"
 
@@ -137,6 +138,23 @@ constexpr step_analysis analyze_step() {
 }
 } // namespace tenfold::plan
 
+namespace tenfold::plan {
+// Where a step's buffers lie, for the backend that runs it: not a template on the plan (a backend type
+// that named the whole step would put the step's type in the name of every function the walk
+// instantiates, and GCC 12 spent minutes and gigabytes on them).
+struct step_places {
+  const index_t* offsets;     // temporaries, then slots
+  int temporaries;
+  int slots;
+  const std::string_view* keys; // the slots' names
+  index_t slot_offset(std::string_view key) const {
+    for (int j = 0; j < slots; ++j)
+      if (keys[j] == key) return offsets[temporaries + j];
+    throw error(detail::message("tenfold::run_step: a statement reads a slot its plan does not have (", key, ")"));
+  }
+};
+} // namespace tenfold::plan
+
 namespace tenfold {
 // step_plan<Statements>: every slot and temporary of a step at its place in one arena, at compile time.
 template <class Statements>
@@ -150,6 +168,7 @@ struct step_plan {
   static constexpr index_t lower_bound = plan::lower_bound(analysis.a); // max bytes alive at once
   static constexpr index_t total = plan::total_bytes(analysis.a);       // every buffer and slot apart
   static constexpr std::array<index_t, plan::max_buffers> offsets = plan::offsets_of(layout);
+  static constexpr plan::step_places places{offsets.data(), temporaries, slots, analysis.key};
   // Where in the arena the slot tagged Tag lies.
   template <class Tag>
   static constexpr index_t slot_offset() {
