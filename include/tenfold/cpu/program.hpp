@@ -7,6 +7,7 @@
 #include <span>
 
 #include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/cpu/step.hpp"
 #include "tenfold/plan/program.hpp"
 #include "tenfold/core/unpack.hpp"
 
@@ -34,24 +35,9 @@ class program {
       throw error("tenfold::program: the arena must be 64-byte aligned");
   }
 
-  // One forward pass: state updates in order, then the result into `out`.
+  // One forward pass: state updates in order, then the result into `out` (the plan's step).
   void operator()(output_type& out, const Inputs&... in) {
-    cpu::arena_buffers slots{arena_, plan::arena::offsets.data(), plan::buffers};
-    auto f = model_->forward(in...);
-    if constexpr (detail::is_sequence_v<decltype(f)>) {
-      detail::unpack(
-          [&](auto&... s) {
-            (
-                [&](auto& st) {
-                  if constexpr (detail::is_update_v<std::remove_cvref_t<decltype(st)>>) detail::eval_with(st.dst, st.root(), slots);
-                  else detail::eval_with(out, st, slots);
-                }(s),
-                ...);
-          },
-          f.statements);
-    } else {
-      detail::eval_with(out, f, slots);
-    }
+    run_step(detail::forward_statements(out, model_->forward(in...)), std::span<std::byte>(arena_, std::size_t(arena_bytes)));
   }
   output_type operator()(const Inputs&... in) {
     output_type out;

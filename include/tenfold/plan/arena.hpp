@@ -130,8 +130,8 @@ struct probe<detail::generator_node<T, S, G>> {
 template <class N>
 using probe_t = typename probe<N>::type;
 
-// Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
-// One root (statement) walked by the counting backend, into a destination that is no buffer.
+// One root walked by the counting backend, into a destination that is no buffer. (Several roots in
+// order, with values between them, are a step: plan/step.hpp.)
 template <class Root>
 constexpr void count_root(counting_backend& be) {
   using R = probe_t<Root>;
@@ -142,11 +142,10 @@ constexpr void count_root(counting_backend& be) {
   be.run(detail::leaf<T, S, detail::canon(strides_of<S>), 0, counted_holder<T>>(), prepare_root(R(), be));
 }
 
-// Roots are assigned in order (a program's statements); lets bound in one are not seen by the next.
-template <class... Roots>
+template <class Root>
 constexpr arena_analysis analyze() {
   counting_backend be{};
-  (count_root<Roots>(be), ...);
+  count_root<Root>(be);
   return be.a;
 }
 
@@ -230,9 +229,9 @@ constexpr std::array<index_t, max_buffers> offsets_of(const arena_layout& l) {
 
 namespace tenfold {
 // arena_plan<Expr>: the buffers assigning Expr needs, laid out in one arena at compile time.
-template <class... E>
+template <class E>
 struct arena_plan {
-  static constexpr plan::arena_analysis analysis = plan::analyze<detail::node_t<E>...>();
+  static constexpr plan::arena_analysis analysis = plan::analyze<detail::node_t<E>>();
   static constexpr plan::arena_layout layout = plan::plan_arena(analysis);
   static constexpr int buffers = analysis.count;
   static constexpr index_t bytes = layout.bytes;                     // the arena's size
@@ -240,8 +239,8 @@ struct arena_plan {
   static constexpr index_t total = plan::total_bytes(analysis);       // every buffer apart, for comparison
   static constexpr std::array<index_t, plan::max_buffers> offsets = plan::offsets_of(layout);
 };
-template <class... E>
-inline constexpr index_t arena_bytes = arena_plan<E...>::bytes;
+template <class E>
+inline constexpr index_t arena_bytes = arena_plan<E>::bytes;
 
 // plan_of<Expr>: how many loop nests and materialised buffers assigning Expr to a tensor takes.
 template <class E>

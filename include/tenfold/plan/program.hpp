@@ -17,7 +17,7 @@
 // materialises, in one arena whose offsets are planned here, shared over time).
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/tensor.hpp"
-#include "tenfold/plan/arena.hpp"
+#include "tenfold/plan/step.hpp"
 
 namespace tenfold {
 
@@ -26,14 +26,13 @@ namespace detail {
 // (it may read the state it replaces, even through a matmul), then copied into the state.
 template <class Dst, class E>
 struct update_t {
+  using value_node = E;
   Dst dst; // a writable leaf
   E value;
-  auto root() const {
-    return let(value, [](const auto& v) { return v; });
-  }
 };
 template <class... S>
 struct sequence_t {
+  using tuple_type = std::tuple<S...>;
   detail::tuple<S...> statements;
 };
 template <class E>
@@ -46,7 +45,7 @@ template <class D, class E>
 inline constexpr bool is_update_v<update_t<D, E>> = true;
 } // namespace detail
 
-// state = value, as a statement of a forward pass.
+// state = value, as a statement of a forward pass (the value is evaluated aside, then copied).
 template <class T, class S, expression E>
 auto update(Tensor<T, S>& state, E&& value) {
   auto v = detail::expand_to<S>(detail::as_node(std::forward<E>(value)));
@@ -73,23 +72,32 @@ auto sequence(S&&... statements) {
 }
 
 namespace detail {
-// The roots a statement assigns, in the order they run.
-template <class F>
-struct statements_of {
-  using type = std::tuple<node_t<F>>; // a plain expression: one root
-};
-template <class S>
-struct root_of {
-  using type = S;
-};
-template <class D, class E>
-struct root_of<update_t<D, E>> {
-  using type = decltype(std::declval<const update_t<D, E>&>().root());
-};
-template <class... S>
-struct statements_of<sequence_t<S...>> {
-  using type = std::tuple<typename root_of<S>::type...>;
-};
+// A forward pass as a step (core/step.hpp): each update's value into a slot of its own, then copied
+// into its state (so that it may read the state it replaces, even through a matmul); the result into
+// `out`. The plan of a program is the plan of this step.
+template <int K>
+struct update_value; // the tag of the slot of a sequence's K-th statement
+template <int K, class S>
+auto statement_of(S&& s, auto& out) {
+  using D = std::remove_cvref_t<S>;
+  if constexpr (is_update_v<D>) {
+    using V = typename D::value_node;
+    slot<typename V::value_type, typename V::shape_type, update_value<K>> value;
+    return statements(assign(value, std::forward<S>(s).value), assign(std::forward<S>(s).dst, value));
+  } else {
+    return statements(assign(out, std::forward<S>(s)));
+  }
+}
+template <class Out, class F>
+auto forward_statements(Out& out, F&& f) {
+  if constexpr (is_sequence_v<std::remove_cvref_t<F>>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return statements(statement_of<int(K)>(detail::get<K>(std::forward<F>(f).statements), out)...);
+    }(std::make_index_sequence<std::tuple_size_v<typename std::remove_cvref_t<F>::tuple_type>>{});
+  } else {
+    return statements(assign(out, std::forward<F>(f)));
+  }
+}
 
 template <class Tuple>
 constexpr index_t tensor_bytes() {
@@ -107,11 +115,13 @@ constexpr index_t state_bytes() {
   if constexpr (requires(M& m) { m.state(); }) return tensor_bytes<decltype(std::declval<M&>().state())>();
   else return 0;
 }
-template <class Tuple>
-struct arena_plan_of_tuple;
-template <class... R>
-struct arena_plan_of_tuple<std::tuple<R...>> {
-  using type = arena_plan<R...>;
+template <class F>
+struct result_of_forward {
+  using type = node_t<F>;
+};
+template <class... S>
+struct result_of_forward<sequence_t<S...>> {
+  using type = std::tuple_element_t<sizeof...(S) - 1, std::tuple<S...>>;
 };
 } // namespace detail
 
@@ -119,15 +129,15 @@ struct arena_plan_of_tuple<std::tuple<R...>> {
 template <class Model, class... Inputs>
 struct program_plan {
   using forward_type = decltype(std::declval<Model&>().forward(std::declval<const Inputs&>()...));
-  using roots = typename detail::statements_of<forward_type>::type;
-  using arena = typename detail::arena_plan_of_tuple<roots>::type;
-  using result_node = std::tuple_element_t<std::tuple_size_v<roots> - 1, roots>;
+  using result_node = typename detail::result_of_forward<forward_type>::type;
   using output_type = Tensor<typename result_node::value_type, typename result_node::shape_type>;
+  using step = decltype(detail::forward_statements(std::declval<output_type&>(), std::declval<forward_type>()));
+  using arena = step_plan<step>;
 
   static constexpr index_t arena_bytes = arena::bytes;             // activations: one block, planned
   static constexpr index_t lower_bound = arena::lower_bound;       // no plan can use less
   static constexpr index_t activation_total = arena::total;        // every buffer apart, for comparison
-  static constexpr int buffers = arena::buffers;
+  static constexpr int buffers = arena::temporaries + arena::slots;
   static constexpr index_t weight_bytes = detail::parameter_bytes<Model>(); // persistent, read-only
   static constexpr index_t state_bytes = detail::state_bytes<Model>();      // persistent, mutable
 };
