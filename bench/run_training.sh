@@ -116,6 +116,10 @@ print(f"- Final test accuracy: tenfold {tenfold[-1]['test_accuracy']:.4f}; PyTor
 if torch["step_ms"] is not None:
     a, b = torch["step_window"]
     print(f"- PyTorch mean step time over steps {a}..{b - 1}: {torch['step_ms']:.2f} ms")
+arena = re.search(r"training step: arena ([\d.]+) MB", open(os.path.join(work, "tenfold.txt")).read())
+if arena:
+    print(f"- tenfold's training step: its arena, planned at compile time, {arena[1]} MB (every activation, activation "
+          "gradient and temporary of the step; parameters, gradients and Adam's moments apart)")
 rss = torch["max_rss_mib"]
 print(f"- Max RSS: tenfold {f'{tenfold_rss:.0f} MiB' if tenfold_rss is not None else 'not measured'} (whole process); "
       f"PyTorch {rss['end']:.0f} MiB (whole process, torch's libraries included), of which the first step added "
