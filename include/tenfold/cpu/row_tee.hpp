@@ -200,7 +200,7 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
     T* const e_out = pipelined ? stack_rows[(o - o0) & 1] : d.p;
     const auto e = make_row<K, L>(e_node, idx.data()); // (computes the row's max)
     const tee_row<decltype(e), T, prefetch_t, finish_t> t{e, e_out, ahead, pipelined ? behind : none};
-    const L acc = Op::merge(Op::template identity<L>(), reduce_tree<Op, L, L>(t, 0, blocks, inner, 0));
+    const L acc = Op::merge(Op::template identity<L>(), reduce_run<Op, L, L, blocks>(t, inner, 0));
     auto r = static_cast<R>(Op::finalize(acc, Rd::count));
     if constexpr (!std::is_same_v<C, V>) r = static_cast<R>(C::op_type::template apply<typename C::value_type>(r));
     const tail_t tail{{leaf_row<const T, L, 1>{e_out}, scalar_row<typename C::value_type, L>{r}}};
