@@ -3,6 +3,7 @@
 // separate evaluations into tensors, in an arena no larger than the slots and temporaries alive at once.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -173,4 +174,116 @@ run_step(s, arena);
   CHECK(L() == Approx(want_l()).epsilon(1e-5));
   for (index_t i = 0; i < G1.size(); ++i) REQUIRE(G1.data()[i] == Approx(want1.data()[i]).epsilon(1e-4).margin(1e-6));
   for (index_t i = 0; i < G2.size(); ++i) REQUIRE(G2.data()[i] == Approx(want2.data()[i]).epsilon(1e-4).margin(1e-6));
+}
+
+// save_forward (plan/save_forward.hpp): the forward GEMMs that the loss and the four gradients all read
+// are computed once, into slots, and the step gives the same bits as with each statement recomputing them.
+namespace {
+// How many nodes of type T the tree of N holds.
+template <class T, class N>
+constexpr int count_nodes() {
+  if constexpr (detail::is_terminal_v<N>) return int(std::is_same_v<T, N>);
+  else
+    return int(std::is_same_v<T, N>) + []<class... C>(detail::tuple<C...>*) { return (0 + ... + count_nodes<T, C>()); }(
+                                            static_cast<detail::children_t<N>*>(nullptr));
+}
+template <class T, class S>
+struct count_in_step;
+template <class T, class... S>
+struct count_in_step<T, detail::statements_node<S...>> {
+  static constexpr int value = (0 + ... + count_in_step<T, S>::value);
+};
+template <class T, class D, class E>
+struct count_in_step<T, detail::assign_stmt<D, E>> {
+  static constexpr int value = count_nodes<T, E>();
+};
+
+auto whole_step(model& m, grads& g, const Tensor<float, shape<B, In>>& x, const Tensor<float, shape<B, Out>>& y) {
+  auto [l, dw1, db1, dw2, db2] = value_and_grad(
+      [&y, &x](const auto& w1, const auto& b1, const auto& w2, const auto& b2) { return head(act(linear1(x, w1, b1)), w2, b2, y); },
+      m.w1, m.b1, m.w2, m.b2);
+  return statements(assign(g.loss, l), assign(g.w1, dw1), assign(g.b1, db1), assign(g.w2, dw2), assign(g.b2, db2));
+}
+using whole_t = decltype(whole_step(std::declval<model&>(), std::declval<grads&>(), std::declval<const Tensor<float, shape<B, In>>&>(),
+                                    std::declval<const Tensor<float, shape<B, Out>>&>()));
+using saved_info = plan::saved::step_info<whole_t>;
+using saved_t = decltype(save_forward(std::declval<const whole_t&>()));
+template <class N>
+constexpr int gemm_count() {
+  if constexpr (detail::is_terminal_v<N>) return 0;
+  else
+    return int(plan::is_gemm_driven_v<N>) + []<class... C>(detail::tuple<C...>*) { return (0 + ... + gemm_count<C>()); }(
+                                                static_cast<detail::children_t<N>*>(nullptr));
+}
+template <class S>
+struct gemms_in_step;
+template <class... S>
+struct gemms_in_step<detail::statements_node<S...>> {
+  static constexpr int value = (0 + ... + gemms_in_step<S>::value);
+};
+template <class D, class E>
+struct gemms_in_step<detail::assign_stmt<D, E>> {
+  static constexpr int value = gemm_count<E>();
+};
+// Saved: the forward products x w1 and h w2, and the backward product g w2^T that dw1 and db1 share.
+static_assert(saved_info::saved == 3 && step_plan<saved_t>::slots == 3);
+// x w1 is read by every statement (inside h w2 too); after, by its slot's assignment alone.
+using x_w1 = plan::saved::kept_at_t<0, saved_info::kept>;
+static_assert(detail::is_matmul_node_v<x_w1> && count_in_step<x_w1, whole_t>::value >= 5 && count_in_step<x_w1, saved_t>::value == 1);
+// Each saved value was read at least twice; after, each GEMM once: 3 saved and the 2 backward products
+// that reach dw1 and dw2 (x^T ga, h^T g), against 17 before.
+static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+  return ((count_in_step<plan::saved::kept_at_t<int(I), saved_info::kept>, whole_t>::value >= 2) && ...);
+}(std::make_index_sequence<3>{}));
+static_assert(gemms_in_step<saved_t>::value == 5 && gemms_in_step<whole_t>::value > 10);
+} // namespace
+
+TEST_CASE("save_forward computes the GEMMs several statements read once, to the same bits", "[step]") {
+  rng r(9);
+  const Tensor<float, shape<B, In>> x = normal<shape<B, In>>(r);
+  const Tensor<float, shape<B, Out>> y = normal<shape<B, Out>>(r);
+  model m(13);
+  grads want, got;
+  using P0 = step_plan<whole_t>;
+  using P1 = step_plan<saved_t>;
+  alignas(64) static std::byte arena0[P0::bytes];
+  alignas(64) static std::byte arena1[P1::bytes];
+  run_step(whole_step(m, want, x, y), arena0);
+  const auto s = save_forward(whole_step(m, got, x, y));
+  run_step(s, arena1);
+  auto same = [](const auto& p, const auto& q) { return std::memcmp(p.data(), q.data(), sizeof(float) * std::size_t(p.size())) == 0; };
+  CHECK(got.loss() == want.loss());
+  CHECK(got.loss() > 0.1f);
+  CHECK(same(got.w1, want.w1));
+  CHECK(same(got.b1, want.b1));
+  CHECK(same(got.w2, want.w2));
+  CHECK(same(got.b2, want.b2));
+  float norm = 0;
+  for (float e : got.w1) norm += e * e;
+  CHECK(norm > 1e-6f);
+  CHECK(allocations_during([&] { run_step(s, arena1); }) == 0);
+  CHECK(same(got.w1, want.w1));
+}
+
+TEST_CASE("save_forward refuses a step that writes what a saved value reads, or two values of one type", "[step]") {
+  rng r(10);
+  const Tensor<float, shape<B, In>> x = normal<shape<B, In>>(r), x2 = normal<shape<B, In>>(r);
+  const Tensor<float, shape<B, Out>> y = normal<shape<B, Out>>(r);
+  model m(14);
+  grads g;
+  auto [l, dw1, db1] = value_and_grad([&](const auto& w1, const auto& b1) { return head(act(linear1(x, w1, b1)), m.w2, m.b2, y); }, m.w1, m.b1);
+  // An update of w1 between two statements that read x w1.
+  CHECK_THROWS_WITH(save_forward(statements(assign(g.loss, l), assign(m.w1, m.w1 * 0.5f), assign(g.w1, dw1))),
+                    Catch::Contains("statement 1 writes memory that saved value 0") && Catch::Contains("statement 2 reads it"));
+  // The loss over x, a gradient over x2: one lambda's type for both, so one type and two values.
+  const auto on = [&](const Tensor<float, shape<B, In>>& xin) {
+    return value_and_grad([&xin, &m, &y](const auto& w1) { return head(act(linear1(xin, w1, m.b1)), m.w2, m.b2, y); }, m.w1);
+  };
+  auto [l1, dw1_x] = on(x);
+  auto [l2, dw1_x2] = on(x2);
+  static_assert(std::is_same_v<decltype(dw1_x), decltype(dw1_x2)>);
+  CHECK_THROWS_WITH(save_forward(statements(assign(g.loss, l1), assign(g.w1, dw1_x2))), Catch::Contains("statement 1 reads a value of the type of saved value"));
+  // Updates after the saved statements are fine.
+  CHECK_NOTHROW(statements(save_forward(statements(assign(g.loss, l1), assign(g.w1, dw1_x))), assign(m.w1, m.w1 - 0.1f * g.w1)));
+  (void)l2, (void)db1;
 }

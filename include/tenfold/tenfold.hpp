@@ -19,4 +19,5 @@
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/program.hpp"
 #include "tenfold/cpu/step.hpp"
+#include "tenfold/plan/save_forward.hpp"
 #include "tenfold/cpu/print.hpp"
