@@ -287,3 +287,26 @@ TEST_CASE("save_forward refuses a step that writes what a saved value reads, or 
   CHECK_NOTHROW(statements(save_forward(statements(assign(g.loss, l1), assign(g.w1, dw1_x))), assign(m.w1, m.w1 - 0.1f * g.w1)));
   (void)l2, (void)db1;
 }
+
+TEST_CASE("save_forward saves a convolution that the loss and its gradient both read", "[step]") {
+  rng r(11);
+  const Tensor<float, shape<2, 7, 7, 3>> x = normal<shape<2, 7, 7, 3>>(r);
+  const Tensor<float, shape<3, 3, 3, 4>> w = normal<shape<3, 3, 3, 4>>(r) * 0.3f;
+  auto [l, dw] = value_and_grad([&x](const auto& w_) { return mean(square(relu(conv2d(x, w_, padding<1>, nhwc)) - 0.5f)); }, w);
+  Tensor<float> l0, l1;
+  Tensor<float, shape<3, 3, 3, 4>> g0, g1;
+  const auto s0 = statements(assign(l0, l), assign(g0, dw));
+  static_assert(plan::saved::step_info<std::remove_cvref_t<decltype(s0)>>::saved == 1);
+  static_assert(plan::is_gemm_driven_v<plan::saved::kept_at_t<0, plan::saved::step_info<std::remove_cvref_t<decltype(s0)>>::kept>>);
+  using P0 = step_plan<std::remove_cvref_t<decltype(s0)>>;
+  alignas(64) static std::byte arena0[P0::bytes];
+  run_step(s0, arena0);
+  const auto s2 = save_forward(statements(assign(l1, l), assign(g1, dw)));
+  using P1 = step_plan<std::remove_cvref_t<decltype(s2)>>;
+  static_assert(P1::slots == 1);
+  alignas(64) static std::byte arena1[P1::bytes];
+  run_step(s2, arena1);
+  CHECK(l1() == l0());
+  CHECK(l1() > 0.01f);
+  CHECK(std::memcmp(g1.data(), g0.data(), sizeof(float) * std::size_t(g0.size())) == 0);
+}
