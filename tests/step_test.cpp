@@ -310,3 +310,50 @@ TEST_CASE("save_forward saves a convolution that the loss and its gradient both 
   CHECK(l1() > 0.01f);
   CHECK(std::memcmp(g1.data(), g0.data(), sizeof(float) * std::size_t(g0.size())) == 0);
 }
+
+// README.md's save_forward example (docs:readme_save_forward): a plain SGD step of a perceptron.
+TEST_CASE("README: save_forward, then the updates", "[step][readme]") {
+  constexpr index_t B = 16, D = 8, H = 32, O = 4;
+  rng r(4);
+  const Tensor<float, shape<B, D>> x = normal<shape<B, D>>(r);
+  Tensor<std::int64_t, shape<B>> labels;
+  for (index_t i = 0; i < B; ++i) labels(i) = i % O;
+  Tensor<float, shape<D, H>> W1 = normal<shape<D, H>>(r) * 0.3f;
+  Tensor<float, shape<H, O>> W2 = normal<shape<H, O>>(r) * 0.3f;
+  const Tensor<float, shape<D, H>> W1_before = W1;
+  const Tensor<float, shape<H, O>> W2_before = W2;
+  Tensor<float> L;
+  Tensor<float, shape<D, H>> G1;
+  Tensor<float, shape<H, O>> G2;
+// readme:save_forward:begin
+auto [loss, dw1, dw2] = value_and_grad(
+    [&](const auto& w1, const auto& w2) { return cross_entropy(matmul(relu(matmul(x, w1)), w2), labels); }, W1, W2);
+auto s = statements(save_forward(statements(assign(L, loss), assign(G1, dw1), assign(G2, dw2))),
+                    assign(W1, W1 - 0.1f * G1), assign(W2, W2 - 0.1f * G2));
+alignas(64) static std::byte arena[step_plan<decltype(s)>::bytes];
+run_step(s, arena);
+// readme:save_forward:end
+  static_assert(step_plan<decltype(s)>::slots == 2); // x w1 and h w2, each read by all three statements
+  // The updates ran after the gradients, with them.
+  for (index_t i = 0; i < W1.size(); ++i) REQUIRE(W1.data()[i] == W1_before.data()[i] - 0.1f * G1.data()[i]);
+  for (index_t i = 0; i < W2.size(); ++i) REQUIRE(W2.data()[i] == W2_before.data()[i] - 0.1f * G2.data()[i]);
+  CHECK(L() > 0.5f);
+  // The gradients against central differences of the loss (the same expression, at the old weights).
+  W1 = W1_before, W2 = W2_before;
+  const auto loss_at = [&] { return double(Tensor<float>(loss)()); };
+  CHECK(loss_at() == L());
+  const auto central = [&](float& w) {
+    const float keep = w;
+    w = keep + 1e-2f;
+    const double up = loss_at();
+    w = keep - 1e-2f;
+    const double down = loss_at();
+    w = keep;
+    return (up - down) / 2e-2;
+  };
+  for (index_t i : {index_t(0), index_t(37), D * H - 1}) CHECK(G1.data()[i] == Approx(central(W1.data()[i])).margin(2e-4));
+  for (index_t i : {index_t(0), index_t(50), H * O - 1}) CHECK(G2.data()[i] == Approx(central(W2.data()[i])).margin(2e-4));
+  double norm = 0;
+  for (float g : G1) norm += double(g) * g;
+  CHECK(norm > 1e-4);
+}
