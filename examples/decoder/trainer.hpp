@@ -31,6 +31,15 @@ struct trainer {
     static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::trainer::arena_bytes is too small for this expression");
     eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
+  // Statements run as one step in the same arena, the products several of them read computed once
+  // (save_forward: the logits for the loss and its three gradients; the backward product that a norm's
+  // input and scale gradients share).
+  template <class S>
+  void run_shared(const S& s) {
+    const auto shared = save_forward(s);
+    static_assert(step_plan<std::remove_cvref_t<decltype(shared)>>::bytes <= arena_bytes, "gpt::trainer::arena_bytes is too small for this step");
+    run_step(shared, std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+  }
 
   rope_tables<float, T, head_dim> rope;
   Tensor<std::int32_t, shape<N>> ids;
@@ -87,7 +96,7 @@ struct trainer {
     auto [value, dx, dln, dembed] = value_and_grad(
         [this](const auto& x_, const auto& g_, const auto& e_) { return head_loss(x_, g_, e_, targets); }, x[layers],
         p.ln_f, p.embed);
-    set(loss, value), set(gx, dx), set(g.ln_f, dln), set(g.embed, dembed);
+    run_shared(statements(assign(loss, value), assign(gx, dx), assign(g.ln_f, dln), assign(g.embed, dembed)));
     for (index_t l = layers - 1; l >= 0; --l) {
       const auto& b = p.blocks[l];
       auto& gb = g.blocks[l];
@@ -96,7 +105,7 @@ struct trainer {
       set(ga, d_a), set(gb.down, d_down);
       // a = norm(x2) up
       auto [e_x2, e_ln2, e_up] = vjp(mlp_in, ga, x2[l], b.ln2, b.up);
-      set(gx2, d_x2 + e_x2), set(gb.ln2, e_ln2), set(gb.up, e_up);
+      run_shared(statements(assign(gx2, d_x2 + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
       // x2 = x + y proj
       auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
       set(gy, f_y), set(gb.proj, f_proj);
@@ -105,7 +114,7 @@ struct trainer {
       set(gqkv, h_qkv);
       // qkv = norm(x) wqkv
       auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);
-      set(gx, f_x + i_x), set(gb.ln1, i_ln1), set(gb.qkv, i_qkv);
+      run_shared(statements(assign(gx, f_x + i_x), assign(gb.ln1, i_ln1), assign(gb.qkv, i_qkv)));
     }
     // the lookups' share of the embedding's gradient: a scatter-add of each position's gradient into its
     // token's row (take's derivative), added to the output layer's
