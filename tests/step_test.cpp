@@ -357,3 +357,44 @@ run_step(s, arena);
   for (float g : G1) norm += double(g) * g;
   CHECK(norm > 1e-4);
 }
+
+TEST_CASE("save_forward saves a product over a slot unless a statement between its readers rewrites the slot", "[step]") {
+  rng r(12);
+  const Tensor<float, shape<B, In>> x = normal<shape<B, In>>(r);
+  model m(15);
+  slot<float, shape<B, H>, struct sh_> h;
+  Tensor<float, shape<B, Out>> o1, o2, q1, q2;
+  // h once, then two statements that read h w2.
+  const auto once = [&](auto& a, auto& b) {
+    return statements(assign(h, act(linear1(x, m.w1, m.b1))), assign(a, matmul(h, m.w2) * 2.0f), assign(b, relu(matmul(h, m.w2))));
+  };
+  // h halved between them: h w2 is two values, so it stays recomputed.
+  const auto twice = [&](auto& a, auto& b) {
+    return statements(assign(h, act(linear1(x, m.w1, m.b1))), assign(a, matmul(h, m.w2) * 2.0f), assign(h, h * 0.5f),
+                      assign(b, relu(matmul(h, m.w2))));
+  };
+  using once_t = std::remove_cvref_t<decltype(once(o1, o2))>;
+  using twice_t = std::remove_cvref_t<decltype(twice(o1, o2))>;
+  static_assert(plan::saved::step_info<once_t>::saved == 1 && plan::saved::step_info<twice_t>::saved == 0);
+  // Two groups in one step, each with its own key.
+  const auto both = statements(save_forward<struct once_key>(once(o1, o2)), save_forward<struct twice_key>(twice(q1, q2)));
+  using P = step_plan<std::remove_cvref_t<decltype(both)>>;
+  static_assert(P::slots == 2); // h, and h w2 of the first group
+  alignas(64) static std::byte arena[P::bytes];
+  run_step(both, arena);
+  // Against the same statements without save_forward.
+  Tensor<float, shape<B, Out>> want1, want2, want3, want4;
+  const auto plain = statements(once(want1, want2), twice(want3, want4));
+  alignas(64) static std::byte arena0[step_plan<std::remove_cvref_t<decltype(plain)>>::bytes];
+  run_step(plain, arena0);
+  auto same = [](const auto& p, const auto& q) { return std::memcmp(p.data(), q.data(), sizeof(float) * std::size_t(p.size())) == 0; };
+  CHECK(same(o1, want1));
+  CHECK(same(o2, want2));
+  CHECK(same(q1, want3));
+  CHECK(same(q2, want4));
+  // The second group's halved h: its second output is relu of half the first's (before the doubling).
+  CHECK(q2.data()[0] == std::max(0.0f, want3.data()[0] * 0.25f));
+  float norm = 0;
+  for (float e : o2) norm += e * e;
+  CHECK(norm > 1e-3f);
+}

@@ -288,9 +288,12 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       assign(v.r2, bn_relu(v.a2, v.mean2, v.rstd2, p.g2, p.b2)), assign(v.p2, pool(v.r2)),
       assign(v.h, dense1<B>(v.p2, p.w3, p.b3)),
       assign(v.mask, where(bernoulli<shape<B, hidden>>(dropout, keep), 1.0f / keep, 0.0f)),
-      // backward; each bucket of parameter gradients starts its allreduce once complete
-      assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4), assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
-      assign(g.b3, db3), host([&] { dense = comm.allreduce_start(g.bucket(0)); }), assign(v.gr2, dr2),
+      // backward; each bucket of parameter gradients starts its allreduce once complete. The products
+      // that several gradients read (the logits, the dense layer's pre-activation) are computed once.
+      tenfold::save_forward<struct dense_products>(tenfold::statements(assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4),
+                                                                       assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
+                                                                       assign(g.b3, db3))),
+      host([&] { dense = comm.allreduce_start(g.bucket(0)); }), assign(v.gr2, dr2),
       bn_relu_backward(comm, v.gr2, v.a2, rows4, v.mean2, v.rstd2, p.g2, p.b2, v.ga2, g.g2, g.b2, v.dstat2),
       assign(v.gp1, dp1), assign(g.w2, dw2), assign(v.gr1, dr1),
       bn_relu_backward(comm, v.gr1, v.a1, rows4, v.mean1, v.rstd1, p.g1, p.b1, v.ga1, g.g1, g.b1, v.dstat1),

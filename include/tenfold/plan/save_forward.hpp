@@ -21,9 +21,10 @@
 // over two inputs of one shape, as in a siamese network, are one type and two values: such a step runs
 // without save_forward). No statement from a value's first reader to its last may write memory the
 // value reads (also checked: an optimizer update belongs after the gradients, statements(
-// save_forward(grads), updates)). Values over a let's placeholder or a slot, and the layers of a chain,
-// are not saved. Key names the slots (saved_value<i, Key>): two save_forward steps run as one step
-// need two keys. s is a flat list of assign and host statements.
+// save_forward(grads), updates)). A value over a slot is saved only where no statement between its
+// readers writes that slot (decided from the types); values over a let's placeholder, and the layers
+// of a chain, are not saved. Key names the slots (saved_value<i, Key>): two save_forward groups in one
+// step need two keys. s is a flat list of assign and host statements.
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -56,14 +57,45 @@ struct concat<list<A...>> {
 template <class... A, class... B, class... R>
 struct concat<list<A...>, list<B...>, R...> : concat<list<A..., B...>, R...> {};
 
-// Does N's tree read a let's placeholder or a slot (a value defined only inside its let, or only
-// from the statement that writes it on)? A chain's layers count as reading (its layers are one type).
+// Does N's tree read a let's placeholder (a value defined only inside its let)? A chain's layers count
+// as reading one (its layers are one type over different weights).
 template <class N>
-constexpr bool reads_bound() {
-  if constexpr (detail::is_leaf_v<N>) return !std::is_void_v<detail::slot_of_t<N>> || !std::is_void_v<detail::slot_read_t<N>>;
+constexpr bool reads_placeholder() {
+  if constexpr (detail::is_leaf_v<N>) return !std::is_void_v<detail::slot_of_t<N>>;
   else if constexpr (detail::is_terminal_v<N>) return false;
   else if constexpr (detail::is_chain_node_v<N>) return true;
-  else return []<class... C>(detail::tuple<C...>*) { return (false || ... || reads_bound<C>()); }(static_cast<detail::children_t<N>*>(nullptr));
+  else return []<class... C>(detail::tuple<C...>*) { return (false || ... || reads_placeholder<C>()); }(static_cast<detail::children_t<N>*>(nullptr));
+}
+
+// The slots N's tree reads (their slot_ref types; a view of a slot reads the whole slot).
+template <class N>
+struct slots_read;
+template <class C>
+struct slots_read_of;
+template <class... C>
+struct slots_read_of<detail::tuple<C...>> : concat<typename slots_read<C>::type...> {};
+template <class N>
+struct slots_read {
+  using type = typename std::conditional_t<
+      detail::is_leaf_v<N>, std::type_identity<std::conditional_t<std::is_void_v<detail::slot_read_t<N>>, list<>, list<detail::slot_read_t<N>>>>,
+      std::conditional_t<detail::is_terminal_v<N>, std::type_identity<list<>>, slots_read_of<detail::children_t<N>>>>::type;
+};
+// The slots statement S writes: an assignment's destination, or a host call's arguments (it may write
+// them).
+template <class S>
+struct slots_written;
+template <class D, class E>
+struct slots_written<detail::assign_stmt<D, E>> : slots_read<D> {};
+template <class F, class... A>
+struct slots_written<detail::host_stmt<F, A...>> : concat<typename slots_read<A>::type...> {};
+
+template <class W, class... R>
+constexpr bool one_of(list<R...>*) {
+  return (false || ... || std::is_same_v<W, R>);
+}
+template <class... W, class R>
+constexpr bool any_of_in(list<W...>*, R* r) {
+  return (false || ... || one_of<W>(r));
 }
 
 // The GEMM-driven nodes of N's tree that could be saved, in post-order (children first), one entry
@@ -78,7 +110,7 @@ template <class N>
 struct gemms {
   using below = typename std::conditional_t<detail::is_terminal_v<N> || detail::is_chain_node_v<N>, std::type_identity<list<>>,
                                             gemms_of<detail::children_t<N>>>::type;
-  using type = std::conditional_t<is_gemm_driven_v<N> && !reads_bound<N>(), typename concat<below, list<N>>::type, below>;
+  using type = std::conditional_t<is_gemm_driven_v<N> && !reads_placeholder<N>(), typename concat<below, list<N>>::type, below>;
 };
 
 // What statement S reads that could be saved: its value's GEMMs (an assign), or none.
@@ -101,22 +133,35 @@ constexpr int index_in(list<X...>*) {
   return -1;
 }
 
-// Saved: read in at least two places (two statements, or twice in one).
-template <class T, class... L>
-constexpr bool keep(list<L...>*) {
-  return (0 + ... + count_in<T>(static_cast<L*>(nullptr))) >= 2;
+// Saved: read in at least two places (two statements, or twice in one), and no statement from the
+// first reader to the last writes a slot the value reads (its value would change between them).
+template <class T, class... L, class... W>
+constexpr bool keep(list<L...>*, list<W...>*) {
+  constexpr int c[] = {count_in<T>(static_cast<L*>(nullptr))..., 0};
+  constexpr bool writes[] = {any_of_in(static_cast<W*>(nullptr), static_cast<typename slots_read<T>::type*>(nullptr))..., false};
+  int first = -1, last = -1, total = 0;
+  for (int j = 0; j < int(sizeof...(L)); ++j)
+    if (c[j]) {
+      if (first < 0) first = j;
+      last = j, total += c[j];
+    }
+  if (total < 2) return false;
+  for (int j = first; j < last; ++j)
+    if (writes[j]) return false;
+  return true;
 }
 // The saved types, in order of first appearance (so a value comes after the saved values it reads).
-template <class Kept, class Rest, class PerStatement>
+template <class Kept, class Rest, class PerStatement, class Writes>
 struct select;
-template <class... K, class P>
-struct select<list<K...>, list<>, P> {
+template <class... K, class P, class W>
+struct select<list<K...>, list<>, P, W> {
   using type = list<K...>;
 };
-template <class... K, class T, class... R, class P>
-struct select<list<K...>, list<T, R...>, P>
-    : select<std::conditional_t<keep<T>(static_cast<P*>(nullptr)) && !(false || ... || std::is_same_v<T, K>), list<K..., T>, list<K...>>,
-             list<R...>, P> {};
+template <class... K, class T, class... R, class P, class W>
+struct select<list<K...>, list<T, R...>, P, W>
+    : select<std::conditional_t<keep<T>(static_cast<P*>(nullptr), static_cast<W*>(nullptr)) && !(false || ... || std::is_same_v<T, K>),
+                                list<K..., T>, list<K...>>,
+             list<R...>, P, W> {};
 
 template <int I, class Kept>
 struct kept_at;
@@ -133,7 +178,8 @@ template <class... S>
 struct step_info<detail::statements_node<S...>> {
   static_assert((!detail::is_statements_v<S> && ...), "tenfold::save_forward: the statements must be a flat list (no nested statements(...))");
   using per_statement = list<typename statement_gemms<S>::type...>;
-  using kept = typename select<list<>, typename concat<typename statement_gemms<S>::type...>::type, per_statement>::type;
+  using kept = typename select<list<>, typename concat<typename statement_gemms<S>::type...>::type, per_statement,
+                              list<typename slots_written<S>::type...>>::type;
   static constexpr int statement_count = sizeof...(S);
   static constexpr int saved = kept::size;
   // The first and the last statement reading saved value i.
@@ -214,7 +260,7 @@ template <class S, class V>
 bool writes_into(const S& s, const V& v) {
   const auto hits = [&v](const auto& dst) {
     using D = std::remove_cvref_t<decltype(dst)>;
-    if constexpr (!std::is_void_v<detail::slot_read_t<D>>) return false; // a slot: no saved value reads one
+    if constexpr (!std::is_void_v<detail::slot_read_t<D>>) return false; // a slot: decided by the types (keep)
     else return aliases(dst, v, true);
   };
   if constexpr (detail::is_assign_stmt_v<S>) return hits(detail::get<0>(s.args));
