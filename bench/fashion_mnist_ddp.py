@@ -70,7 +70,7 @@ def run(rank, a, port):
         dist.barrier()
         secs = time.perf_counter() - e0
         if rank == 0:
-            accuracy = peer.test_accuracy(model, x_test, y_test, True)
+            accuracy = peer.test_accuracy(model, x_test, y_test, True, torch.device("cpu"))
             print(f"epoch {epoch}/{a.epochs}: train loss {loss_sum / steps:.4f}, test accuracy {accuracy:.4f}, "
                   f"{secs:.1f} s ({steps * peer.BATCH / secs:.0f} images/s)", flush=True)
         dist.barrier()

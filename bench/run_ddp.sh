@@ -26,9 +26,10 @@ run() { # label command...
   local label=$1
   shift
   echo "== $label: $*" >&2
-  local s
-  s=$("$@" 2>&1 | tee -a "$out/log" | epoch_seconds)
-  [[ -n $s ]] || { echo "run_ddp.sh: no epoch line from $label (log: $out/log)" >&2; cat "$out/log" >&2; exit 1; }
+  local s status=0
+  # (a failing run must show its output: set -e would end the script here with the log deleted)
+  s=$("$@" 2>&1 | tee -a "$out/log" | epoch_seconds) || status=$?
+  [[ $status -eq 0 && -n $s ]] || { echo "run_ddp.sh: $label failed (exit $status) or printed no epoch line; its output:" >&2; cat "$out/log" >&2; exit 1; }
   printf '%s %s\n' "$label" "$s" >>"$out/times"
 }
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(uptime | sed 's/.*load/load/')" >&2
