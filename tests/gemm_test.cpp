@@ -4,6 +4,7 @@
 // batches, thread splits, epilogues with dtype conversion). Run-time shapes keep this file quick to
 // compile: one instantiation covers hundreds of shapes.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -319,4 +320,69 @@ TEST_CASE("gemm: bf16 operands, dtype conversion and activations in the store", 
   CHECK(ok);
   CHECK(rounded);
   CHECK(fused_ok);
+}
+
+// A Prepacked weight (cpu/prepacked.hpp) reads as its weight everywhere, and the GEMM reads its panels
+// instead of packing wᵀ: the same bits as the plain tensor, whatever the rows (the packed kernels for
+// many, the dot products of rows for a few), the batch axes folded into M, several k slices and a
+// partial last panel (N = 37), a store with bias and activation, and a view the panels do not match.
+template <index_t M, index_t N, index_t K>
+void check_prepacked(std::uint64_t seed) {
+  const auto x = random_tensor<float, shape<M, K>>(seed);
+  const auto w = random_tensor<float, shape<N, K>>(seed + 1);
+  const auto b = random_tensor<float, shape<N>>(seed + 2);
+  const Prepacked<float, shape<N, K>> wp = w;
+  Tensor<float, shape<M, N>> plain = matmul(x, transpose(w)), packed = matmul(x, transpose(wp));
+  CHECK(std::memcmp(plain.data(), packed.data(), sizeof(float) * M * N) == 0);
+  Tensor<float, shape<M, N>> plain_e = relu(linear(x, w, b)), packed_e = relu(linear(x, wp, b));
+  CHECK(std::memcmp(plain_e.data(), packed_e.data(), sizeof(float) * M * N) == 0);
+  // against long double, so that the two are not equal by being wrong alike
+  bool ok = true;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld s = 0, mag = 0;
+      for (index_t k = 0; k < K; ++k) s += ld(x(i, k)) * w(j, k), mag += std::fabs(ld(x(i, k)) * w(j, k));
+      ok = ok && std::fabs(packed(i, j) - s) <= 4 * K * std::numeric_limits<float>::epsilon() * mag;
+    }
+  CHECK(ok);
+}
+
+TEST_CASE("gemm: a Prepacked weight gives the bits of the plain one", "[gemm][prepacked]") {
+  check_prepacked<16, 37, 75>(20);   // packed kernels, a partial panel
+  check_prepacked<5, 37, 75>(23);    // a few rows: dot products of rows, the panels unused
+  check_prepacked<70, 300, 600>(26); // several k slices, row blocks and panels (and threads)
+  // batch axes folded into M: [3, 20, K] x wᵀ
+  const auto x3 = random_tensor<float, shape<3, 20, 75>>(30);
+  const auto w = random_tensor<float, shape<37, 75>>(31);
+  Prepacked<float, shape<37, 75>> wp;
+  wp = w;
+  Tensor<float, shape<3, 20, 37>> p3 = matmul(x3, transpose(w)), q3 = matmul(x3, transpose(wp));
+  CHECK(std::memcmp(p3.data(), q3.data(), sizeof(float) * 3 * 20 * 37) == 0);
+  // w itself as the right operand (not wᵀ): packed as usual, the same values
+  const auto xs = random_tensor<float, shape<20, 24>>(32);
+  const auto ws = random_tensor<float, shape<24, 24>>(33);
+  const Prepacked<float, shape<24, 24>> wsp = ws;
+  Tensor<float, shape<20, 24>> ps = matmul(xs, ws), qs = matmul(xs, wsp);
+  CHECK(std::memcmp(ps.data(), qs.data(), sizeof(float) * 20 * 24) == 0);
+  // an elementwise read sees the weight
+  Tensor<float, shape<37, 75>> twice = wp + wp;
+  bool same = true;
+  for (index_t i = 0; i < 37; ++i)
+    for (index_t k = 0; k < 75; ++k) same = same && twice(i, k) == 2 * w(i, k);
+  CHECK(same);
+  // the product reads the panels (zeroed behind the weight's back here), not the weight
+  Prepacked<float, shape<37, 75>> zeroed = w;
+  std::fill_n(const_cast<float*>(zeroed.panels()), zeroed.panel_floats, 0.0f);
+  const auto x70 = random_tensor<float, shape<70, 75>>(34);
+  Tensor<float, shape<70, 37>> z70 = matmul(x70, transpose(zeroed));
+  CHECK(std::all_of(z70.data(), z70.data() + 70 * 37, [](float v) { return v == 0.0f; }));
+  // written through weights() and not packed since: an error, not stale panels; pack() mends it
+  wp.weights()(0, 0) = 5.0f;
+  Tensor<float, shape<3, 20, 37>> r3;
+  CHECK_THROWS_WITH(r3 = matmul(x3, transpose(wp)), Catch::Contains("Prepacked") && Catch::Contains("pack()"));
+  wp.pack();
+  Tensor<float, shape<37, 75>> w2 = wp.tensor();
+  r3 = matmul(x3, transpose(wp));
+  p3 = matmul(x3, transpose(w2));
+  CHECK(std::memcmp(p3.data(), r3.data(), sizeof(float) * 3 * 20 * 37) == 0);
 }

@@ -213,3 +213,36 @@ TEST_CASE("parameters: write the file PyTorch checks", "[.write_for_python]") {
   fill(m, 3.0f);
   io::save_parameters(out, m, {{"writer", "tenfold parameters_test"}});
 }
+
+namespace {
+template <class W>
+struct one_weight {
+  W w;
+  template <class F>
+  void each(F&& f) {
+    f("w", w);
+  }
+};
+} // namespace
+
+// A Prepacked weight (cpu/prepacked.hpp) in a model's name map: loading reads its weight and packs it,
+// saving writes its weight; products through it then equal those through the plain tensor.
+TEST_CASE("parameters: a Prepacked weight is packed once loaded", "[io][parameters][prepacked]") {
+  one_weight<Tensor<float, shape<20, 9>>> plain;
+  one_weight<Prepacked<float, shape<20, 9>>> packed;
+  for (index_t k = 0; k < 180; ++k) plain.w.data()[k] = 0.25f * float(k % 37) - 3.0f;
+  const std::string path = temp_path("prepacked.safetensors");
+  io::save_parameters(path, plain);
+  io::load_parameters(path, packed);
+  CHECK(packed.w.packed());
+  CHECK(std::memcmp(packed.w.data(), plain.w.data(), sizeof(float) * 180) == 0);
+  Tensor<float, shape<40, 9>> x;
+  for (index_t k = 0; k < 360; ++k) x.data()[k] = float(k % 11) - 5.0f;
+  Tensor<float, shape<40, 20>> a = matmul(x, transpose(plain.w)), b = matmul(x, transpose(packed.w));
+  CHECK(std::memcmp(a.data(), b.data(), sizeof(float) * 800) == 0);
+  const std::string again = temp_path("prepacked_again.safetensors");
+  io::save_parameters(again, packed);
+  plain.w = plain.w * 0.0f;
+  io::load_parameters(again, plain);
+  CHECK(std::memcmp(packed.w.data(), plain.w.data(), sizeof(float) * 180) == 0);
+}

@@ -23,13 +23,17 @@ constexpr float ln_eps = 1e-12f;
 
 template <index_t... N>
 using param = tenfold::Tensor<float, tenfold::shape<N...>>;
+// The products' weights, packed once when loaded (cpu/prepacked.hpp): a pass over 42 MB of weights
+// that every forward pass would otherwise make to pack them.
+template <index_t Out, index_t In>
+using weight = tenfold::Prepacked<float, tenfold::shape<Out, In>>;
 
 struct layer {
-  param<width, width> wq, wk, wv, wo;
+  weight<width, width> wq, wk, wv, wo;
   param<width> bq, bk, bv, bo, ln1_g, ln1_b;
-  param<ffn, width> w1;
+  weight<ffn, width> w1;
   param<ffn> b1;
-  param<width, ffn> w2;
+  weight<width, ffn> w2;
   param<width> b2, ln2_g, ln2_b;
 
   template <class F>

@@ -17,6 +17,7 @@
 #include "tenfold/ops/pooling.hpp"
 #include "tenfold/ops/take.hpp"
 #include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/cpu/prepacked.hpp"
 #include "tenfold/cpu/program.hpp"
 #include "tenfold/cpu/step.hpp"
 #include "tenfold/plan/save_forward.hpp"

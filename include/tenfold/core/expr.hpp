@@ -46,13 +46,18 @@ inline constexpr bool is_tensor_v<TensorMap<T, S>> = true;
 // A tensor that only borrows its elements (core/tensor_map.hpp): referenced even when a temporary.
 template <class E>
 inline constexpr bool borrows_elements_v = false;
+// An operand that makes its own leaf (`x.as_leaf()`): a weight with a second layout beside its
+// elements (cpu/prepacked.hpp). Referenced, as an lvalue Tensor is.
+template <class E>
+concept provides_leaf = requires(const E& e) { e.as_leaf(); };
 template <class T, class S>
 inline constexpr bool borrows_elements_v<TensorMap<T, S>> = true;
 } // namespace detail
 
 // Anything that can appear in an expression: a Tensor (or TensorMap) or an expression node.
 template <class E>
-concept expression = detail::is_node_v<E> || detail::is_tensor_v<std::remove_cvref_t<E>>;
+concept expression = detail::is_node_v<E> || detail::is_tensor_v<std::remove_cvref_t<E>> ||
+                     detail::provides_leaf<std::remove_cvref_t<E>>;
 template <class X>
 concept arithmetic_scalar = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_half_v<std::remove_cvref_t<X>>;
 
@@ -168,6 +173,9 @@ auto as_node(X&& x) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_node_v<D>) {
     return D(std::forward<X>(x));
+  } else if constexpr (provides_leaf<D>) {
+    static_assert(std::is_lvalue_reference_v<X>, "tenfold: a prepacked weight is read in place: name it (a variable), not a temporary");
+    return x.as_leaf();
   } else {
     using T = typename D::value_type;
     using S = typename D::shape_type;

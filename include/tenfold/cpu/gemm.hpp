@@ -194,6 +194,12 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
     if (M == 1 && b.cs == 1) return gemm_one_row<T>(a, b, K, part, out);
   }
   const bool b_in_place = reads_b_in_place<T>(b, M);
+  // B packed already (a Prepacked weight): its panels are read where pack_b's copy would be; the same
+  // values in the same layout, so the same bits. (Its panels start at multiples of NR columns.)
+  const T* panels = nullptr;
+  index_t panel_k = 0;
+  if constexpr (std::is_same_v<OB, matrix_ref<T>>)
+    if (b.panels && c0 % NR == 0) panels = b.panels, panel_k = b.panel_k;
   const index_t KC = std::max<index_t>(1, b_in_place ? cfg.kc_in_place : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
@@ -205,8 +211,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
       const index_t kc = std::min(KC, K - k0);
       const bool last = k0 + kc >= K;
       const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
-      T* bp = ws.b.get(kc * (np - full));
-      pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
+      T* bp = panels ? nullptr : ws.b.get(kc * (np - full));
+      if (!panels) pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
       for (index_t i0 = r0; i0 < r1; i0 += MC) {
         const index_t mc = std::min(MC, r1 - i0);
         // (rounded up to whole groups of k, plus slack for pack_a's gathers)
@@ -223,7 +229,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           const auto& table = real <= G::W ? (group == 1 ? gemm_kernel_table<T, 1, 1> : gemm_kernel_table<T, 1, G::W>)
                                            : (group == 1 ? gemm_kernel_table<T, G::NV, 1> : gemm_kernel_table<T, G::NV, G::W>);
           const index_t whole = real <= G::W ? G::W : NR;
-          const T* bq = bp + (q - full) * kc;
+          const T* bq = panels ? panels + (j0 + q) / NR * panel_k * NR + k0 * NR : bp + (q - full) * kc;
           index_t ldb = NR;
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;

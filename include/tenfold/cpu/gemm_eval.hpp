@@ -4,6 +4,7 @@
 // finished block — is evaluated for that block's rows in the store.
 #include "tenfold/cpu/gemm.hpp"
 #include "tenfold/cpu/gemm_small.hpp"
+#include "tenfold/cpu/prepacked.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/rows.hpp"
 #include "tenfold/plan/fusion.hpp"
@@ -64,6 +65,15 @@ const auto& find_matmul(const N& n) {
   }
 }
 
+template <class Leaf, class H>
+consteval bool packed_view() {
+  using S = typename Leaf::shape_type;
+  return []<class T, index_t K, index_t N>(packed_holder<T, K, N>*) {
+    return Leaf::rank == 2 && Leaf::offset == 0 && S::dims[0] == K && S::dims[1] == N && Leaf::strides[0] == 1 &&
+           (Leaf::strides[1] == K || N == 1);
+  }(static_cast<H*>(nullptr));
+}
+
 // Leaf -> the matrix of one batch element (batch axes broadcast from the right).
 template <class Leaf, int OutRank>
 matrix_ref<std::remove_const_t<typename Leaf::element_type>> batch_matrix(const Leaf& l, const index_t* out_idx) {
@@ -71,6 +81,12 @@ matrix_ref<std::remove_const_t<typename Leaf::element_type>> batch_matrix(const 
   index_t off = Leaf::offset;
   for (int i = 0; i + 2 < r; ++i)
     if (Leaf::shape_type::dims[i] != 1) off += out_idx[OutRank - r + i] * Leaf::strides[i];
+  using H = typename Leaf::holder_type;
+  if constexpr (is_packed_holder_v<H>) {
+    // A Prepacked weight w [N, K] seen as wᵀ (K x N, strides (1, K), no offset): its panels are that
+    // matrix packed. Any other view of it (w itself, a slice) is packed as usual.
+    if constexpr (packed_view<Leaf, H>()) return {l.data(), 1, Leaf::shape_type::dims[0], l.holder.panels, Leaf::shape_type::dims[0]};
+  }
   return {l.data() + off, Leaf::strides[r - 2], Leaf::strides[r - 1]};
 }
 

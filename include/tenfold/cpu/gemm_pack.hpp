@@ -6,11 +6,15 @@
 
 namespace tenfold::cpu {
 
-// A strided matrix operand: element (i, k) at p[i * rs + k * cs].
+// A strided matrix operand: element (i, k) at p[i * rs + k * cs]. As the right operand, it may come
+// packed already (a Prepacked weight, cpu/prepacked.hpp): NR-column panels of all `panel_k` rows,
+// panel j at panels + j * panel_k * NR, laid out as pack_b lays out a block.
 template <class E>
 struct matrix_ref {
   const E* p;
   index_t rs, cs;
+  const E* panels = nullptr;
+  index_t panel_k = 0;
 };
 
 // Packing that transposes (a row-major A, or a B stored [N, K] as linear's weight) with hardware

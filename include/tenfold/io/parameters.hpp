@@ -10,7 +10,8 @@
 //       layers[i].each(io::prefixed("encoder.layer." + std::to_string(i) + ".", f));
 //   }
 //
-// (f takes the name as a std::string_view and a Tensor or a writable TensorMap). That one list is the
+// (f takes the name as a std::string_view and a Tensor, a writable TensorMap or a Prepacked weight,
+// which is packed once read: cpu/prepacked.hpp). That one list is the
 // model's name map: load_parameters reads every tensor it names and save_parameters writes them.
 //
 // Loading checks the whole correspondence and fails with a tenfold::error naming the file, the tensor
@@ -123,7 +124,14 @@ void load_parameters(const safetensors_file& file, Model& model, const load_opti
                                                  Dst::shape_string(),
                                                  same ? " (the dtype does not convert exactly)" : ""));
   });
-  model.each([&](std::string_view name, auto& t) { file.read(name, t); });
+  model.each([&](std::string_view name, auto& t) {
+    if constexpr (requires { t.weights(); t.pack(); }) { // a Prepacked weight
+      file.read(name, t.weights());
+      t.pack();
+    } else {
+      file.read(name, t);
+    }
+  });
 }
 
 template <class Model>
@@ -135,7 +143,10 @@ void load_parameters(const std::string& path, Model& model, const load_options& 
 template <class Model>
 void save_parameters(const std::string& path, Model& model, const std::map<std::string, std::string>& metadata = {}) {
   safetensors_writer w;
-  model.each([&](std::string_view name, const auto& t) { w.add(std::string(name), t); });
+  model.each([&](std::string_view name, const auto& t) {
+    if constexpr (requires { t.tensor(); }) w.add(std::string(name), t.tensor()); // a Prepacked weight
+    else w.add(std::string(name), t);
+  });
   for (const auto& [k, v] : metadata) w.metadata(k, v);
   w.write(path);
 }
