@@ -11,16 +11,18 @@ struct encoder_block {
   static constexpr tenfold::index_t tokens = S, width = D, heads = H, hidden = F, head_dim = D / H;
   template <tenfold::index_t... N>
   using param = tenfold::Tensor<float, tenfold::shape<N...>>;
+  // The products' weights, stored [out, in] as in PyTorch and packed once for the GEMM (cpu/prepacked.hpp).
+  template <tenfold::index_t Out, tenfold::index_t In>
+  using weight = tenfold::Prepacked<float, tenfold::shape<Out, In>>;
 
-  // Stored [out, in] as in PyTorch.
   param<D> ln1_g, ln1_b, ln2_g, ln2_b;
-  param<3 * D, D> w_qkv;
+  weight<3 * D, D> w_qkv;
   param<3 * D> b_qkv;
-  param<D, D> w_o;
+  weight<D, D> w_o;
   param<D> b_o;
-  param<F, D> w_1;
+  weight<F, D> w_1;
   param<F> b_1;
-  param<D, F> w_2;
+  weight<D, F> w_2;
   param<D> b_2;
 
   explicit encoder_block(tenfold::rng& g) {
