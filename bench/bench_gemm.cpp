@@ -3,7 +3,8 @@
 // "% of peak" and the ratios to the peers survive a noisy, shared machine.
 //
 // Cases (f32, row-major, C = A B): square n = 4..2048; tall-skinny M = 1..16 with K = N = 4096 (the
-// inference case: a few tokens through a weight matrix). Names are gemm/<impl>/<case>; each reports
+// inference case: a few tokens through a weight matrix); the same through a weight stored [N, K], plain
+// and prepacked (M = 16 and 64, "_wT" and "_wT-prepacked"). Names are gemm/<impl>/<case>; each reports
 // "flops" (2 M N K per iteration, as a rate: FLOP/s).
 //
 // Threads: tenfold's pool reads TENFOLD_NUM_THREADS once per process, so bench/run_gemm.sh runs this
@@ -142,6 +143,48 @@ void bm_openblas_layer(benchmark::State& st) {
   set_rate(st, 2.0 * N * N * N);
 }
 
+// A few rows through a weight stored [N, K] (PyTorch's layout: C = A wᵀ), as inference runs it: tenfold
+// with the plain tensor (wᵀ packed on every call, or read in place for a few rows), tenfold with the
+// weight Prepacked once (cpu/prepacked.hpp), and OpenBLAS's sgemm with CblasTrans on the same w (it packs
+// on every call: BLAS has no packed-operand interface).
+template <index_t M, index_t K, index_t N>
+struct weight_operands {
+  tf::Tensor<float, tf::shape<M, K>> a;
+  tf::Tensor<float, tf::shape<N, K>> w;
+  tf::Prepacked<float, tf::shape<N, K>> packed;
+  tf::Tensor<float, tf::shape<M, N>> c;
+  weight_operands() {
+    fill_uniform(a, 1), fill_uniform(w, 2);
+    packed = w;
+  }
+  static weight_operands& get() {
+    static weight_operands o;
+    return o;
+  }
+};
+template <index_t M, index_t K, index_t N, bool Prepacked>
+void bm_tenfold_weight(benchmark::State& st) {
+  auto& o = weight_operands<M, K, N>::get();
+  let_openblas_workers_sleep();
+  for (auto _ : st) {
+    if constexpr (Prepacked) o.c = tf::matmul(o.a, tf::transpose(o.packed));
+    else o.c = tf::matmul(o.a, tf::transpose(o.w));
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+template <index_t M, index_t K, index_t N>
+void bm_openblas_weight(benchmark::State& st) {
+  auto& o = weight_operands<M, K, N>::get();
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, o.a.data(), K, o.w.data(), K, 0.0f, o.c.data(), N);
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+
 // Peak: the FMA loop of bench/fma_peak.hpp, one per pool thread.
 using tenfold_bench::fma_loop;
 void bm_peak(benchmark::State& st) {
@@ -174,6 +217,19 @@ void add_layers(bool single) {
    ...);
 }
 
+template <index_t... Ms>
+void add_weights(bool single) {
+  auto reg = [&](std::string name, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
+    if (!single) b->UseRealTime();
+  };
+  ((reg("gemm/tenfold/m" + std::to_string(Ms) + "_k4096_n4096_wT", bm_tenfold_weight<Ms, 4096, 4096, false>),
+    reg("gemm/openblas/m" + std::to_string(Ms) + "_k4096_n4096_wT", bm_openblas_weight<Ms, 4096, 4096>),
+    reg("gemm/tenfold/m" + std::to_string(Ms) + "_k4096_n4096_wT-prepacked", bm_tenfold_weight<Ms, 4096, 4096, true>),
+    reg("gemm/openblas/m" + std::to_string(Ms) + "_k4096_n4096_wT-prepacked", bm_openblas_weight<Ms, 4096, 4096>)),
+   ...);
+}
+
 template <index_t... Ns>
 void add_squares(bool single) {
   (add_case<Ns, Ns, Ns>(("n" + std::to_string(Ns)).c_str(), single), ...);
@@ -194,6 +250,7 @@ int main(int argc, char** argv) {
   add_squares<4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048>(single);
   add_skinny<1, 2, 4, 8, 16>(single);
   add_layers<256, 1024>(single);
+  add_weights<16, 64>(single);
   benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

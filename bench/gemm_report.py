@@ -45,7 +45,8 @@ def table(path, threads):
         elif case.startswith("n"):
             label = case.replace("n", "n = ", 1)
         else:
-            label = case.replace("_", ", ").replace("m", "M = ", 1).replace("k", "K = ").replace("n", "N = ")
+            m_, k_, n_, *rest = case.split("_")
+            label = ", ".join([m_.replace("m", "M = ", 1), k_.replace("k", "K = ", 1), n_.replace("n", "N = ", 1)] + rest)
         t, o = m["tenfold"], m["openblas"]
         if "eigen" not in m:
             m["eigen"] = float("nan")
