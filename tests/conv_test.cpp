@@ -25,6 +25,11 @@ constexpr conv_case grid[] = {
     {.n = 1, .c = 5, .h = 7, .w = 9, .oc = 3, .kh = 1, .kw = 1, .sh = 2, .sw = 2},                    // strided 1x1
     {.n = 3, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 1, .kw = 1, .ph = 1, .pw = 1},                    // padded 1x1
     {.n = 1, .c = 3, .h = 7, .w = 9, .oc = 5, .kh = 3, .kw = 3, .sh = 1, .sw = 2, .ph = 2, .pw = 0, .dh = 2, .dw = 1},
+    // Few channels on wider images: whole panels inside the image (strided, dilated), and a 7 x 7 stem
+    // whose 147 taps are laid out in several chunks.
+    {.n = 2, .c = 3, .h = 11, .w = 29, .oc = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1},
+    {.n = 2, .c = 1, .h = 11, .w = 23, .oc = 4, .kh = 3, .kw = 3, .ph = 2, .pw = 2, .dh = 2, .dw = 2},
+    {.n = 1, .c = 3, .h = 12, .w = 20, .oc = 4, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .ph = 3, .pw = 3},
     // Large enough for several k-slices (K = 288 > KC), row blocks and a thread split.
     {.n = 2, .c = 32, .h = 17, .w = 15, .oc = 40, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
     {.n = 1, .c = 16, .h = 9, .w = 11, .oc = 8, .kh = 3, .kw = 3, .ph = 2, .pw = 1, .dh = 2, .dw = 1},  // whole vectors, dilated

@@ -132,62 +132,84 @@ void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, ind
 
 // Few channels per group (a first layer on 1 or 3 channels, depthwise): k outermost, and a panel's rows
 // taken in runs that share an image and an output row, so that a tap reads one strided run of x per run
-// of rows (the channel-run order below would handle one value per row and tap).
+// of rows (the channel-run order below would handle one value per row and tap). The rows are walked
+// from the block's first without dividing, and the taps of the k slice are laid out once per block, in
+// chunks: per panel and tap then only a bounds test and a copy, and a panel whose every tap lies inside
+// the image (most of them) skips even the test. (Dividing per panel and sizing each run's bounds per tap
+// was two thirds of a 1 -> 32 channel 28 x 28 layer's time.)
 template <class T, class E>
 void pack_a_few_channels(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, index_t kc, T* out) {
-  constexpr index_t MR = gemm_tile<T>::MR;
+  constexpr index_t MR = gemm_tile<T>::MR, chunk = 64;
   const conv_dims& d = *a.d;
-  const index_t OHW = d.OH * d.OW, step = d.sw * d.xw;
-  for (index_t p = 0; p < mc; p += MR) {
-    const index_t rows = std::min(MR, mc - p);
-    struct run_of_rows {
-      index_t r0, r1, img, ih0, iw0; // rows [r0, r1): x offset of the image, window corner of row r0
-    } runs[MR];
-    index_t nruns = 0;
-    // (the panel's first row divided out once, the others stepped to: divisions per row were a fifth
-    // of a 1-channel layer's packing)
-    const index_t row0 = i0 + p;
-    index_t n = row0 / OHW, oh = row0 % OHW / d.OW, ow = row0 % d.OW;
-    for (index_t r = 0; r < rows; ++r) {
-      if (r == 0 || ow == 0) runs[nruns++] = {r, r, n * d.xn, oh * d.sh - d.ph, ow * d.sw - d.pw};
-      runs[nruns - 1].r1 = r + 1;
-      if (++ow == d.OW) {
-        ow = 0;
-        if (++oh == d.OH) oh = 0, ++n;
-      }
+  const index_t step = d.sw * d.xw;
+  struct tap_at {
+    index_t dh, dw, off; // input position from the window's corner, and x's offset from that corner
+  } taps[chunk];
+  struct run_of_rows {
+    index_t r0, n, ih, iw, base; // rows [r0, r0 + n) of a panel: the window corner of row r0 and its offset in x
+  };
+  for (index_t c0 = 0; c0 < kc; c0 += chunk) {
+    const index_t cn = std::min(chunk, kc - c0);
+    index_t span_h = 0, span_w = 0; // the window's extent: a run inside [0, H - span_h] x [0, W - span_w] needs no test
+    conv_k_walk k(d, k0 + c0);
+    for (index_t kk = 0; kk < cn; ++kk, k.next()) {
+      taps[kk] = {k.kh * d.dh, k.kw * d.dw, k.kh * d.dh * d.xh + k.kw * d.dw * d.xw + k.c * d.xc};
+      span_h = std::max(span_h, taps[kk].dh), span_w = std::max(span_w, taps[kk].dw);
     }
-    conv_k_walk k(d, k0);
-    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
-      T* o = out + kk * rows;
-      const index_t dh = k.kh * d.dh, dw = k.kw * d.dw, coff = k.c * d.xc;
+    const index_t OHW = d.OH * d.OW;
+    index_t n = i0 / OHW, oh = i0 % OHW / d.OW, ow = i0 % d.OW; // the panel's first row, stepped to
+    for (index_t p = 0; p < mc; p += MR) {
+      const index_t rows = std::min(MR, mc - p);
+      T* panel = out + p * kc; // k-major: rows values per k
+      run_of_rows runs[MR];
+      index_t nruns = 0;
+      for (index_t r = 0; r < rows;) {
+        const index_t len = std::min(rows - r, d.OW - ow), ih = oh * d.sh - d.ph, iw = ow * d.sw - d.pw;
+        runs[nruns++] = {r, len, ih, iw, n * d.xn + ih * d.xh + iw * d.xw};
+        r += len, ow += len;
+        if (ow == d.OW) {
+          ow = 0;
+          if (++oh == d.OH) oh = 0, ++n;
+        }
+      }
       for (index_t u = 0; u < nruns; ++u) {
         const run_of_rows& g = runs[u];
-        const index_t ih = g.ih0 + dh, iw = g.iw0 + dw, n = g.r1 - g.r0;
-        T* og = o + g.r0;
-        if (ih < 0 || ih >= d.H) {
-          for (index_t t = 0; t < n; ++t) og[t] = T(0);
+        T* o0 = panel + c0 * rows + g.r0;
+        const index_t last = (g.n - 1) * d.sw; // the run's last row reads iw + last
+        if (g.ih >= 0 && g.ih + span_h < d.H && g.iw >= 0 && g.iw + last + span_w < d.W) { // every tap inside
+          const E* src = a.p + g.base;
+          for (index_t kk = 0; kk < cn; ++kk) {
+            const E* q = src + taps[kk].off;
+            T* o = o0 + kk * rows;
+            if (step == 1 && g.n == MR) {
+              if constexpr (std::is_same_v<T, E>) std::memcpy(o, q, sizeof(T) * MR); // (a few vector moves)
+              else
+                for (index_t t = 0; t < MR; ++t) o[t] = static_cast<T>(q[t]);
+            } else {
+              for (index_t t = 0; t < g.n; ++t) o[t] = static_cast<T>(q[t * step]);
+            }
+          }
           continue;
         }
-        // row r0 + t reads iw + t*sw: inside [0, W) for t in [lo, hi) (no division at stride 1: this
-        // runs per tap and run of rows, a few times per 14 values)
-        const auto up = [s = d.sw](index_t v) { return s == 1 ? v : (v + s - 1) / s; };
-        const index_t lo = std::min(n, iw >= 0 ? index_t(0) : up(-iw));
-        const index_t hi = std::max(lo, std::min(n, iw >= d.W ? index_t(0) : up(d.W - iw)));
-        const E* src = a.p + g.img + ih * d.xh + coff;
-        if (step == 1 && n == MR && lo == 0 && hi == MR) { // a whole panel of contiguous values
-          const E* q = src + iw * d.xw;
-          if constexpr (std::is_same_v<T, E>) std::memcpy(og, q, sizeof(T) * MR); // (a few vector moves)
-          else
-            for (index_t t = 0; t < MR; ++t) og[t] = static_cast<T>(q[t]);
-          continue;
+        for (index_t kk = 0; kk < cn; ++kk) {
+          T* o = o0 + kk * rows;
+          const index_t ih = g.ih + taps[kk].dh, iw = g.iw + taps[kk].dw;
+          if (ih < 0 || ih >= d.H) {
+            for (index_t t = 0; t < g.n; ++t) o[t] = T(0);
+            continue;
+          }
+          // row r0 + t reads iw + t*sw: inside [0, W) for t in [lo, hi)
+          const auto up = [s = d.sw](index_t v) { return s == 1 ? v : (v + s - 1) / s; };
+          const index_t lo = std::min(g.n, iw >= 0 ? index_t(0) : up(-iw));
+          const index_t hi = std::max(lo, std::min(g.n, iw >= d.W ? index_t(0) : up(d.W - iw)));
+          index_t t = 0;
+          for (; t < lo; ++t) o[t] = T(0);
+          if (t < hi) // (the pointer is formed only where it points into x)
+            for (const E* q = a.p + (g.base + taps[kk].off + lo * step); t < hi; ++t, q += step) o[t] = static_cast<T>(*q);
+          for (; t < g.n; ++t) o[t] = T(0);
         }
-        index_t t = 0;
-        for (; t < lo; ++t) og[t] = T(0);
-        for (const E* q = src + (iw + lo * d.sw) * d.xw; t < hi; ++t, q += step) og[t] = static_cast<T>(*q);
-        for (; t < n; ++t) og[t] = T(0);
       }
     }
-    out += rows * kc;
   }
 }
 
