@@ -141,6 +141,12 @@ TEST_CASE("conv2d: gradients of input and weights (NCHW and NHWC, stride, paddin
   // NHWC weight gradients lay the windows out by position when a window row is a vector or more
   // (Cg * KW >= 16) and by tap otherwise (the cases above): one of the former.
   check_conv<float, geometry{1, 8, 5, 6, 3, 3, 2, 1, 1, 1}, true>();
+  // NHWC, one group: the weights' gradient is a convolution over x transposed to [C, H, W, N] (its
+  // batch as channels: 8, whole vectors), with the forward's dilation as its stride; where the stride
+  // leaves input rows unread (8 rows, stride 2), the windows instead.
+  check_conv<float, geometry{8, 4, 6, 5, 3, 3, 3, 1, 1, 1}, true, false>();
+  check_conv<double, geometry{1, 2, 10, 9, 3, 3, 3, 1, 2, 2}, true, false>();
+  check_conv<float, geometry{2, 3, 8, 8, 4, 3, 3, 2, 1, 1}, true, false>();
 }
 
 TEST_CASE("conv2d: gradients of a grouped and a depthwise convolution (NCHW and NHWC)", "[autodiff][conv]") {

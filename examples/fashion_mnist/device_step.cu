@@ -54,8 +54,9 @@ struct device_trainer {
   dev<shape<C2>> mean2, var2, rstd2;
   dev<shape<B>> row_weight;
   cuda::Tensor<float> loss;
-  // The largest plan among the step's expressions (they run one after another): conv2's weight
-  // gradient, which pads its input [B, 16, 16, C1] and gathers the windows [B, 14, 14, 3, 3, C1].
+  // At least the largest plan among the step's expressions (they run one after another; set() checks
+  // each at compile time): conv2's input padded [B, 16, 16, C1] and its windows [B, 14, 14, 3, 3, C1],
+  // what its weight gradient gathered before it became a convolution over x transposed (x's size).
   static constexpr index_t arena_bytes = index_t(sizeof(float)) * B * (16 * 16 * C1 + 14 * 14 * 9 * C1);
   cuda::arena arena{std::size_t(arena_bytes)};
 

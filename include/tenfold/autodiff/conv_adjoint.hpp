@@ -95,10 +95,35 @@ auto conv_weight_gemm(const R& r, const V& v) {
   else if constexpr (nhwc) return let(pad<0, 0, ph, bh, pw, bw, 0, 0>(v, 0), product);
   else return let(pad<0, 0, 0, 0, ph, bh, pw, bw>(v, 0), product);
 }
+// NHWC conv2d with one group: the weights' gradient is itself a convolution, of x with the batch axis
+// as its channels and g as its kernel,
+//   dW[kh, kw, c, oc] = sum over n, oh, ow of x[n, oh*s - p + kh*d, ow*s - p + kw*d, c] g[n, oh, ow, oc]
+//                     = conv2d(x' [C, H, W, N], g' [OH, OW, N, OC], stride d, dilation s, padding p)[c, kh, kw, oc]
+// so the implicit-im2col GEMM reads x' (x transposed into a buffer: the input's size, where the windows
+// above are KH x KW times the output's) in whole vectors of the batch. Where the stride leaves input
+// rows unread, that convolution's output would be larger than the kernel: the windows below then.
+template <class N>
+constexpr bool weight_gradient_as_conv() {
+  constexpr conv_geometry f = N::geometry;
+  return N::nhwc && !f.transposed && N::groups == 1 &&
+         detail::conv_out_extent(N::H, N::OH, f.dil_h, f.pad_h, f.stride_h, 0, false) == N::KH &&
+         detail::conv_out_extent(N::W, N::OW, f.dil_w, f.pad_w, f.stride_w, 0, false) == N::KW;
+}
 template <class N, class Xn, class G>
 auto conv_weight_adjoint(const Xn& x, const G& g) {
-  if constexpr (!N::geometry.transposed) return conv_weight_gemm<N, N::OH, N::OW>(detail::as_node(g), x);
-  else return conv_weight_gemm<N, N::H, N::W>(x, detail::as_node(g));
+  constexpr conv_geometry f = N::geometry;
+  if constexpr (weight_gradient_as_conv<N>()) {
+    auto gk = permute<1, 2, 0, 3>(detail::as_node(g)); // [OH, OW, N, OC]
+    return let(permute<3, 1, 2, 0>(x), [gk](const auto& xt) {
+      constexpr conv_geometry a = N::geometry;
+      return permute<1, 2, 0, 3>(conv2d(xt, gk, stride<a.dil_h, a.dil_w>, dilation<a.stride_h, a.stride_w>,
+                                        padding<a.pad_h, a.pad_w>, nhwc));
+    });
+  } else if constexpr (!f.transposed) {
+    return conv_weight_gemm<N, N::OH, N::OW>(detail::as_node(g), x);
+  } else {
+    return conv_weight_gemm<N, N::H, N::W>(x, detail::as_node(g));
+  }
 }
 
 } // namespace tenfold::autodiff

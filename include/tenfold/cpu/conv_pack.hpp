@@ -114,6 +114,24 @@ template <class T, class E>
 void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
   constexpr index_t NR = gemm_tile<T>::NR;
   const conv_dims& d = *b.d;
+  if (d.wm == 1) { // output channels adjacent: each k's row read once, left to right, and dealt out to the panels
+    conv_k_walk k(d, k0);
+    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
+      const E* s = b.p + j0 * d.wm + k.w_offset();
+      T* o = out + kk * NR;
+      for (index_t q = 0; q < nc; q += NR, o += kc * NR) {
+        const index_t cols = std::min(NR, nc - q);
+        if (cols == NR) {
+#pragma GCC unroll 4
+          for (index_t c = 0; c < NR; ++c) o[c] = static_cast<T>(s[q + c]);
+        } else {
+          for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[q + c]);
+          for (index_t c = cols; c < NR; ++c) o[c] = T(0);
+        }
+      }
+    }
+    return;
+  }
   for (index_t q = 0; q < nc; q += NR, out += kc * NR) {
     const index_t cols = std::min(NR, nc - q);
     const E* src = b.p + (j0 + q) * d.wm;
