@@ -237,3 +237,32 @@ TEST_CASE("vjp: the gradient of <g, f(x)> for a non-scalar f", "[autodiff]") {
     for (index_t j = 0; j < 5; ++j) CHECK(double(got(i, j)) == Approx(double(std::exp(ld(x(i, j)) - m) / z * (g(i, j) - dot))).epsilon(1e-12));
   }
 }
+
+TEST_CASE("vjp_with_value: the outermost derivative reads the given value instead of recomputing it", "[autodiff][pool]") {
+  const auto x = random_tensor<float, shape<2, 3, 6, 8>>(14);
+  const auto g = random_tensor<float, shape<2, 3, 3, 4>>(15);
+  const auto pool = [](const auto& x_) { return max_pool2d<2>(x_); };
+  // Told the pooled value, the same gradient as recomputing it, bit for bit.
+  const Tensor<float, shape<2, 3, 3, 4>> y = pool(x);
+  auto [d_plain] = vjp(pool, g, x);
+  auto [d_given] = vjp_with_value(pool, y, g, x);
+  const Tensor<float, shape<2, 3, 6, 8>> plain = d_plain, given = d_given;
+  for (index_t i = 0; i < plain.size(); ++i) REQUIRE(given.data()[i] == plain.data()[i]);
+  // Told each window's minimum instead, the gradient goes to the minima: the value is read.
+  const Tensor<float, shape<2, 3, 3, 4>> lows = -max_pool2d<2>(-x);
+  auto [d_low] = vjp_with_value(pool, lows, g, x);
+  const Tensor<float, shape<2, 3, 6, 8>> low = d_low;
+  for (index_t b = 0; b < 6; ++b)
+    for (index_t i = 0; i < 6; ++i)
+      for (index_t j = 0; j < 8; ++j) {
+        const index_t at = (b * 6 + i) * 8 + j;
+        const float m = lows.data()[(b * 3 + i / 2) * 4 + j / 2];
+        CHECK(low.data()[at] == (x.data()[at] == m ? g.data()[(b * 3 + i / 2) * 4 + j / 2] : 0.0f));
+      }
+  // An elementwise root: exp's derivative g * y reads y (here twice exp(x): twice the gradient).
+  const Tensor<float, shape<2, 3, 6, 8>> r = random_tensor<float, shape<2, 3, 6, 8>>(16);
+  const Tensor<float, shape<2, 3, 6, 8>> e2 = exp(x) * 2.0f;
+  auto [d_exp] = vjp_with_value([](const auto& x_) { return exp(x_); }, e2, r, x);
+  const Tensor<float, shape<2, 3, 6, 8>> de = d_exp;
+  for (index_t i = 0; i < de.size(); ++i) CHECK(de.data()[i] == r.data()[i] * e2.data()[i]);
+}

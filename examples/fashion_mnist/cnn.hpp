@@ -274,9 +274,9 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       p.w4, p.b4);
   auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, v.gh,
                              v.p2, p.w3, p.b3);
-  auto [dr2] = vjp(pool, v.gp2, v.r2);
+  auto [dr2] = vjp_with_value(pool, v.p2, v.gp2, v.r2); // the pooled maxima read from p2, not recomputed
   auto [dp1, dw2] = vjp(conv2, v.ga2, v.p1, p.w2);
-  auto [dr1] = vjp(pool, v.gp1, v.r1);
+  auto [dr1] = vjp_with_value(pool, v.p1, v.gp1, v.r1);
   auto [dw1] = vjp([&x](const auto& w_) { return conv1(x, w_); }, v.ga1, p.w1);
   // batch norm's running statistics (PyTorch's: the unbiased variance)
   const float n1 = float(rows.global * 28 * 28), n2 = float(rows.global * 14 * 14);

@@ -215,17 +215,18 @@ auto plus_all(X&&... x) {
   }(std::forward<X>(x)...);
 }
 
-template <class Target, class Op, class... C, class G, std::size_t... K>
-auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_sequence<K...>) {
+// y: the node's value as the derivative reads it (the node itself, recomputed, or a tensor holding it).
+template <class Target, class Op, class... C, class G, std::size_t... K, class Y>
+auto map_gradient(const detail::map_node<Op, C...>& n, const G& g, std::index_sequence<K...>, const Y& y) {
   const auto& c = n.args;
   const auto one = [&]<std::size_t I>() {
     using Child = std::tuple_element_t<I, std::tuple<C...>>;
     if constexpr (!depends<Target, Child>()) return zero{};
     else {
       auto local = [&] {
-        if constexpr (sizeof...(C) == 1) return Op::vjp(detail::get<0>(c), n, g);
-        else if constexpr (sizeof...(C) == 2) return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), n, g);
-        else return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), detail::get<2>(c), n, g);
+        if constexpr (sizeof...(C) == 1) return Op::vjp(detail::get<0>(c), y, g);
+        else if constexpr (sizeof...(C) == 2) return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), y, g);
+        else return Op::template vjp<int(I)>(detail::get<0>(c), detail::get<1>(c), detail::get<2>(c), y, g);
       }();
       if constexpr (std::is_same_v<decltype(local), ops::no_gradient>) return zero{};
       else return gradient<Target>(detail::get<I>(c), local);
@@ -277,7 +278,7 @@ auto gradient(const N& n, const G& g) {
   if constexpr (!depends<Target, N>()) return zero{};
   else if constexpr (detail::is_leaf_v<N>) return leaf_adjoint<To, N>(g);
   else if constexpr (detail::is_map_node_v<N>)
-    return map_gradient<Target>(n, g, std::make_index_sequence<detail::tuple_size_v<decltype(N::args)>>{});
+    return map_gradient<Target>(n, g, std::make_index_sequence<detail::tuple_size_v<decltype(N::args)>>{}, n);
   else if constexpr (detail::is_reduce_node_v<N>) {
     using Op = typename N::op_type;
     using A = std::remove_cvref_t<decltype(n.arg)>;
@@ -424,14 +425,37 @@ auto param_leaf(const P& p) {
   using H = param_holder<T, Tag, K, typename memory_of<P>::type>;
   return detail::leaf<T, typename P::shape_type, detail::canon(strides_of<typename P::shape_type>), 0, H>{{}, {p.data()}};
 }
+// The root's gradient where its value is known (y: a tensor or slot holding it): the root's derivative
+// reads y where it would recompute the root (a max pool's backward: each window's maximum). Other nodes,
+// and a reduction over a computed value's windows (which binds that value first), as gradient().
+template <class Target, class N, class G, class Y>
+auto root_gradient(const N& n, const G& g, const Y& y) {
+  if constexpr (!depends<Target, N>()) {
+    return zero{};
+  } else if constexpr (detail::is_map_node_v<N>) {
+    if constexpr (!ops::has_vjp<typename N::op_type>) return gradient<Target>(n, g);
+    else return map_gradient<Target>(n, g, std::make_index_sequence<detail::tuple_size_v<decltype(N::args)>>{}, y);
+  } else if constexpr (detail::is_reduce_node_v<N>) {
+    using Op = typename N::op_type;
+    if constexpr (!ops::has_vjp<Op> || windowed_value<std::remove_cvref_t<decltype(n.arg)>>) return gradient<Target>(n, g);
+    else return gradient<Target>(n.arg, Op::vjp(n.arg, unreduce<N>(y), unreduce<N>(g), reduction_context<N>{}));
+  } else {
+    return gradient<Target>(n, g);
+  }
+}
+struct no_value {}; // gradients(): the root's value is not known, the root is recomputed where read
+
 // The gradient of <seed, out> with respect to each parameter, one expression of its shape each (zeros
 // where out does not depend on it).
-template <class Tag, class... P, class Out, class Seed, std::size_t... K>
-auto gradients(const Out& out, const Seed& seed, std::index_sequence<K...>) {
+template <class Tag, class... P, class Out, class Seed, std::size_t... K, class Y = no_value>
+auto gradients(const Out& out, const Seed& seed, std::index_sequence<K...>, const Y& value = {}) {
   const auto one = [&]<std::size_t I>() {
     using Pi = std::tuple_element_t<I, std::tuple<P...>>;
     using S = typename Pi::shape_type;
-    auto d = gradient<param_target<Tag, int(I), S>>(out, seed);
+    auto d = [&] {
+      if constexpr (std::is_same_v<Y, no_value>) return gradient<param_target<Tag, int(I), S>>(out, seed);
+      else return root_gradient<param_target<Tag, int(I), S>>(out, seed, value);
+    }();
     if constexpr (std::is_same_v<decltype(d), zero>) return detail::expand_to<S>(detail::scalar_node<typename Pi::value_type, shape<>>{{}, 0});
     else return detail::as_node(std::move(d));
   };
@@ -469,6 +493,24 @@ auto vjp(F&& f, const G& g, const P&... inputs) {
     static_assert(std::is_same_v<typename decltype(out)::shape_type, detail::shape_of_t<G>>,
                   "tenfold::vjp: g must have the shape of f's value");
     return autodiff::gradients<Tag, P...>(out, detail::as_node(g), ks);
+  }(std::index_sequence_for<P...>{});
+}
+
+// vjp_with_value(f, y, g, x...): vjp(f, g, x...) told f's value y at x... (a tensor or slot the forward
+// pass filled with f(x...)), which the derivative of f's outermost operation reads instead of computing
+// it again: max_pool2d's backward compares each input with its window's maximum, read from y. y must
+// hold f(x...): the gradients are those of whatever it holds.
+//   assign(p, pool(r)), ..., assign(gr, std::get<0>(vjp_with_value(pool, p, gp, r)))
+template <class F, class Y, class G, class... P>
+auto vjp_with_value(F&& f, const Y& y, const G& g, const P&... inputs) {
+  using Tag = std::remove_cvref_t<F>;
+  return [&]<std::size_t... K>(std::index_sequence<K...> ks) {
+    auto out = detail::as_node(f(autodiff::param_leaf<Tag, int(K)>(inputs)...));
+    static_assert(std::is_same_v<typename decltype(out)::shape_type, detail::shape_of_t<G>>,
+                  "tenfold::vjp_with_value: g must have the shape of f's value");
+    static_assert(std::is_same_v<typename decltype(out)::shape_type, detail::shape_of_t<Y>>,
+                  "tenfold::vjp_with_value: y must have the shape of f's value");
+    return autodiff::gradients<Tag, P...>(out, detail::as_node(g), ks, detail::as_node(y));
   }(std::index_sequence_for<P...>{});
 }
 } // namespace tenfold
