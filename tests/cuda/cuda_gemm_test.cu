@@ -98,8 +98,15 @@ TEST_CASE("the sm90 GEMM is used exactly where the device is Hopper and the buil
 TEST_CASE("f32 GEMM (SIMT) matches a long-double reference") {
   TENFOLD_REQUIRE_DEVICE();
   REQUIRE_FALSE(cuda::tf32_matmul()); // off by default
-  check_gemm<float, 3, 33, 129, 70, b_form::transposed>(1e-5);
+  check_gemm<float, 2, 33, 100, 70, b_form::transposed>(1e-5); // tails, batches, B K-major
   check_gemm<float, 1, 128, 64, 64, b_form::row_major>(1e-5);
+}
+TEST_CASE("f32 GEMMs of few tiles over a long K (cuda/dot.hpp) match a long-double reference") {
+  TENFOLD_REQUIRE_DEVICE();
+  check_gemm<float, 3, 33, 129, 70, b_form::transposed>(1e-5); // runs of 32 outputs, 8 slices, batched, B K-major
+  check_gemm<float, 1, 64, 1568, 128, b_form::row_major>(1e-5); // runs of 32, 32 slices (a dense layer)
+  check_gemm<float, 2, 20, 3000, 24, b_form::batched>(1e-5);    // runs of 4 (with a tail), 128 slices
+  check_gemm<float, 2, 64, 64, 10, b_form::transposed>(1e-5);   // K = 64, runs of 16 over 10 columns
 }
 TEST_CASE("f32 GEMM with tf32_matmul() on runs on tensor cores, within TF32's rounding") {
   TENFOLD_REQUIRE_DEVICE();

@@ -25,6 +25,22 @@ template <class E>
 constexpr bool rows_of(const E&) {
   return tenfold::cuda::detail::needs_rows<detail::node_t<E>>();
 }
+template <class E>
+constexpr tenfold::cuda::detail::dot_shape dot_of(const E&) {
+  return tenfold::cuda::detail::dot_launch<detail::node_t<E>>();
+}
+using dot = tenfold::cuda::detail::dot_shape;
+template <class E>
+constexpr bool few_long_of(const E&) {
+  return tenfold::cuda::detail::few_long_outputs_v<detail::node_t<E>>;
+}
+// An innermost reduction short enough for a thread per output.
+template <class E>
+constexpr bool short_rows_of(const E&) {
+  using N = detail::node_t<E>;
+  if constexpr (detail::is_reduce_node_v<N>) return plan::direct_fused_v<N> && N::count <= tenfold::cuda::detail::short_row_limit;
+  else return false;
+}
 // A device address that is never dereferenced here: only host-side logic runs in this file.
 template <class T = float>
 T* fake(std::uintptr_t a) {
@@ -148,6 +164,45 @@ TEST_CASE("GEMM roots pick tensor cores for 16-bit floats and tile the output") 
   static_assert(!cd::uses_tensor_cores_v<simt>);
   constexpr dim3 g2 = cd::gemm_grid<simt>();
   CHECK((g2.x == 2 && g2.y == 1 && g2.z == 1)); // 128 x 128 tiles: 130 -> 2 column tiles, 100 -> 1 row tile
+}
+
+TEST_CASE("few outputs over long sums take a block per run of outputs") {
+  // The CNN's weight gradients as convolutions (autodiff/conv_adjoint.hpp): the batch is the channels.
+  const auto x1 = cuda::leaf_at<const float, shape<1, 28, 28, 64>>(fake(256));
+  const auto g1 = cuda::leaf_at<const float, shape<28, 28, 64, 16>>(fake(256));
+  CHECK(dot_of(conv2d(x1, g1, padding<1>, nhwc)) == dot{1024, 1}); // [1, 3, 3, 16]: 144 outputs of 50176 terms, a block each
+  const auto x2 = cuda::leaf_at<const float, shape<16, 14, 14, 64>>(fake(256));
+  const auto g2 = cuda::leaf_at<const float, shape<14, 14, 64, 32>>(fake(256));
+  CHECK(dot_of(conv2d(x2, g2, padding<1>, nhwc)) == dot{1024, 32}); // [16, 3, 3, 32]: 144 runs of 32 output channels
+  // The forward convolution: 401408 outputs of 144 terms, a thread each.
+  const auto x3 = cuda::leaf_at<const float, shape<64, 14, 14, 16>>(fake(256));
+  const auto w3 = cuda::leaf_at<const float, shape<3, 3, 16, 32>>(fake(256));
+  CHECK(dot_of(relu(conv2d(x3, w3, padding<1>, nhwc))) == dot{});
+  // Matmuls: one 128 x 128 tile over K = 1568 -> runs of 32 outputs, 32 slices each; K = 128 into 10 columns;
+  // many outputs, enough tiles or a short K -> the tiled kernel.
+  const auto a = cuda::leaf_at<const float, shape<64, 1568>>(fake(256));
+  const auto w = cuda::leaf_at<const float, shape<1568, 128>>(fake(256));
+  const auto bias = cuda::leaf_at<const float, shape<128>>(fake(256));
+  CHECK(dot_of(relu(matmul(a, w) + bias)) == dot{1024, 32});
+  const auto h = cuda::leaf_at<const float, shape<64, 128>>(fake(256));
+  CHECK(dot_of(matmul(h, cuda::leaf_at<const float, shape<128, 10>>(fake(256)))) == dot{32, 8}); // runs of 8: 128 blocks
+  CHECK(dot_of(matmul(transpose(h), cuda::leaf_at<const float, shape<64, 10>>(fake(256)))) == dot{32, 16}); // K = 64
+  CHECK(dot_of(matmul(h, cuda::leaf_at<const float, shape<128, 1024>>(fake(256)))) == dot{}); // 65536 outputs: tiled
+  CHECK(dot_of(matmul(cuda::leaf_at<const float, shape<64, 16>>(fake(256)), cuda::leaf_at<const float, shape<16, 10>>(fake(256)))) == dot{}); // K = 16
+  CHECK(dot_of(matmul(cuda::leaf_at<const float, shape<1568, 64>>(fake(256)), h)) == dot{});   // K = 64
+  CHECK(dot_of(matmul(cuda::leaf_at<const float, shape<8192, 1568>>(fake(256)), w)) == dot{}); // 64 tiles
+  // A bf16 matmul stays on the tensor cores.
+  const auto ab = cuda::leaf_at<const bf16, shape<64, 1568>>(fake<const bf16>(256));
+  const auto wb = cuda::leaf_at<const bf16, shape<1568, 128>>(fake<const bf16>(256));
+  CHECK(dot_of(matmul(ab, wb)) == dot{});
+  // Reductions: a bias gradient (10 outputs of 64 rows) takes a group per output; a 2 x 2 pool's
+  // innermost windows of 4 take a thread per output.
+  const auto logits = cuda::leaf_at<const float, shape<64, 10>>(fake(256));
+  CHECK(few_long_of(sum(softmax(logits), axis<0>)));
+  const auto r = cuda::leaf_at<const float, shape<64, 28, 28, 16>>(fake(256));
+  CHECK(short_rows_of(max_pool2d<2>(r, nhwc)));
+  CHECK(short_rows_of(sum(r, axis<-1>))); // rows of 16 channels
+  CHECK_FALSE(short_rows_of(sum(cuda::leaf_at<const float, shape<64, 17>>(fake(256)), axis<-1>)));
 }
 
 TEST_CASE("kernel names encode every node type and decode back to it") {

@@ -65,6 +65,21 @@ TEST_CASE("reductions over any axes match the CPU") {
     check_close(Tensor<float, shape<35, 129>>(max(x, axis<0>)), cuda::to_host(o), 0, "max, leading axis");
   }
   {
+    // Few outputs over a leading axis, each element recomputing its row's softmax (a bias gradient
+    // under cross-entropy): a warp per output (cuda/evaluator.hpp's few_long_outputs_v).
+    const auto logits = test::random_tensor<float, shape<64, 10>>(-3, 3, 10);
+    const auto dl = cuda::to_device(logits);
+    cuda::Tensor<float, shape<10>> o;
+    o = sum(softmax(dl.expr()), axis<0>);
+    check_close(Tensor<float, shape<10>>(sum(softmax(logits), axis<0>)), cuda::to_host(o), 1e-5, "sum over rows of softmax");
+  }
+  {
+    // Innermost reductions over 4 elements (a 2 x 2 pool's windows): a thread per output.
+    cuda::Tensor<float, shape<6, 35, 43>> o;
+    o = max(reshape<6, 35, 43, 3>(dx.expr()), axis<3>);
+    check_close(Tensor<float, shape<6, 35, 43>>(max(reshape<6, 35, 43, 3>(x), axis<3>)), cuda::to_host(o), 0, "max over rows of 3");
+  }
+  {
     cuda::Tensor<float, shape<35>> o;
     o = mean(dx.expr(), axes<0, 2>);
     check_close(Tensor<float, shape<35>>(mean(x, axes<0, 2>)), cuda::to_host(o), 1e-5, "mean, axes 0 and 2");

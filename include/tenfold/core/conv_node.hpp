@@ -117,31 +117,44 @@ struct conv2d_node : node_tag {
     return conv2d_node<C..., G>{{}, std::move(c)};
   }
 
-  TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
+  // The sum's length: every (input channel of the group, tap) pair.
+  static constexpr index_t K = Cg * KH * KW;
+
+  TENFOLD_HD compute_t<value_type> at(const index_t* out) const { return partial_at(out, 0, 1); }
+  // The terms k = first, first + step, ... of the output element's sum (a group of threads shares one
+  // output this way on the GPU). k runs over (kh, kw, c) with the channel innermost for nhwc, so that
+  // neighbouring k read neighbouring channels, and over (c, kh, kw) for nchw; taps over padding add 0.
+  TENFOLD_HD compute_t<value_type> partial_at(const index_t* out, index_t first, index_t step) const {
     using A = compute_t<value_type>;
     const index_t n = out[0], oc = nhwc ? out[3] : out[1], oh = nhwc ? out[1] : out[2], ow = nhwc ? out[2] : out[3];
     const index_t g = oc / OCg, m = oc % OCg;
     A acc{};
-    for (index_t c = 0; c < Cg; ++c)
-      for (index_t kh = 0; kh < KH; ++kh) {
-        const index_t ih = conv_input_pos(oh, kh, G.stride_h, G.pad_h, G.dil_h, H, G.transposed);
-        if (ih < 0) continue;
-        for (index_t kw = 0; kw < KW; ++kw) {
-          const index_t iw = conv_input_pos(ow, kw, G.stride_w, G.pad_w, G.dil_w, W, G.transposed);
-          if (iw < 0) continue;
-          const index_t ci = g * Cg + c;
-          const index_t xi[4] = {n, nhwc ? ih : ci, nhwc ? iw : ih, nhwc ? ci : iw};
-          index_t wi[4];
-          if (!G.transposed) {
-            if (nhwc) wi[0] = kh, wi[1] = kw, wi[2] = c, wi[3] = oc;
-            else wi[0] = oc, wi[1] = c, wi[2] = kh, wi[3] = kw;
-          } else {
-            if (nhwc) wi[0] = kh, wi[1] = kw, wi[2] = m, wi[3] = ci;
-            else wi[0] = ci, wi[1] = m, wi[2] = kh, wi[3] = kw;
-          }
-          acc += static_cast<A>(detail::get<0>(args).at(xi)) * static_cast<A>(detail::get<1>(args).at(wi));
-        }
+    for (index_t k = first; k < K; k += step) {
+      index_t c, kh, kw;
+      if constexpr (nhwc) {
+        c = k % Cg;
+        kw = (k / Cg) % KW;
+        kh = k / (Cg * KW);
+      } else {
+        kw = k % KW;
+        kh = (k / KW) % KH;
+        c = k / (KW * KH);
       }
+      const index_t ih = conv_input_pos(oh, kh, G.stride_h, G.pad_h, G.dil_h, H, G.transposed);
+      const index_t iw = conv_input_pos(ow, kw, G.stride_w, G.pad_w, G.dil_w, W, G.transposed);
+      if (ih < 0 || iw < 0) continue;
+      const index_t ci = g * Cg + c;
+      const index_t xi[4] = {n, nhwc ? ih : ci, nhwc ? iw : ih, nhwc ? ci : iw};
+      index_t wi[4];
+      if (!G.transposed) {
+        if (nhwc) wi[0] = kh, wi[1] = kw, wi[2] = c, wi[3] = oc;
+        else wi[0] = oc, wi[1] = c, wi[2] = kh, wi[3] = kw;
+      } else {
+        if (nhwc) wi[0] = kh, wi[1] = kw, wi[2] = m, wi[3] = ci;
+        else wi[0] = ci, wi[1] = m, wi[2] = kh, wi[3] = kw;
+      }
+      acc += static_cast<A>(detail::get<0>(args).at(xi)) * static_cast<A>(detail::get<1>(args).at(wi));
+    }
     return acc;
   }
   static std::string str() { return std::string(G.transposed ? "conv_transpose2d(" : "conv2d(") + CX::str() + ", " + CW::str() + ")"; }

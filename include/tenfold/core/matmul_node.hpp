@@ -63,10 +63,13 @@ struct matmul_node : node_tag {
     in[S::rank - 2] = row;
     in[S::rank - 1] = col;
   }
-  TENFOLD_HD compute_t<value_type> at(const index_t* out) const {
+  TENFOLD_HD compute_t<value_type> at(const index_t* out) const { return partial_at(out, 0, 1); }
+  // The terms k = first, first + step, ... of the element's sum (a group of threads shares one output
+  // this way on the GPU).
+  TENFOLD_HD compute_t<value_type> partial_at(const index_t* out, index_t first, index_t step) const {
     index_t ia[CA::rank], ib[CB::rank];
     compute_t<value_type> acc{};
-    for (index_t k = 0; k < K; ++k) {
+    for (index_t k = first; k < K; k += step) {
       operand_index<typename CA::shape_type>(out, out[rank - 2], k, ia);
       operand_index<typename CB::shape_type>(out, k, out[rank - 1], ib);
       acc += static_cast<compute_t<value_type>>(detail::get<0>(args).at(ia)) *

@@ -4,6 +4,7 @@
 // planner's order), then one kernel for the root, chosen at compile time from its type:
 //   - an elementwise root over one matmul      -> the GEMM, the root applied in its store (cuda/gemm.hpp)
 //   - an elementwise root over one convolution -> a thread per output (direct convolution, the root applied)
+//   - either, with few outputs over long sums  -> a block per run of outputs, their sums split (cuda/dot.hpp)
 //   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
 //   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
 //   - a scan                                   -> a thread per scanned line
@@ -11,6 +12,7 @@
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
 #include "tenfold/core/scatter_node.hpp"
+#include "tenfold/cuda/dot.hpp"
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
 #include "tenfold/plan/aliasing.hpp"
@@ -60,12 +62,17 @@ __device__ void scan_body::run(const Dst& dst, const N& n) {
 }
 
 // A reduction over leading axes into few outputs, each over a long range (batch norm's per-channel
-// sums: 16 outputs of 50176 elements): a group per output, as for an innermost reduction. Its loads are
-// strided, but the whole device is at work; a thread per output would leave it idle (16 threads each
-// walking 50176 elements). With many outputs, a thread per output: its loads coalesce across
+// sums: 16 outputs of 50176 elements; a bias gradient under cross-entropy: 10 outputs of 64 rows, each
+// element recomputing its row's softmax): a group per output, as for an innermost reduction. Its loads
+// are strided, but the whole device is at work; a thread per output would leave it idle (16 threads
+// each walking 50176 elements). With many outputs, a thread per output: its loads coalesce across
 // neighbouring outputs.
 template <class N>
-inline constexpr bool few_long_outputs_v = N::shape_type::size < 1024 && N::count >= 256;
+inline constexpr bool few_long_outputs_v = N::shape_type::size < 1024 && N::count >= 32;
+// An innermost reduction over very short rows (a 2 x 2 pool's windows, laid innermost by a view): a
+// thread per output, neighbouring threads reading neighbouring channels; a warp per row would leave 28
+// of its 32 lanes idle.
+inline constexpr index_t short_row_limit = 16;
 
 template <class Dst, class N>
 void run(const Dst& dst, const N& n, stream_ref s) {
@@ -78,12 +85,20 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   else if constexpr (S::size == 0) return;
   else if constexpr (plan::gemm_root_v<N>) {
     // A convolution (and its epilogue) runs directly: a thread per output element, whose value the
-    // root's at() computes, the convolution's sum over its window included. (Not yet the implicit GEMM.)
-    if constexpr (tenfold::detail::is_conv_node_v<gemm_of_t<N>>) run_elementwise(dst, n, s);
+    // root's at() computes, the convolution's sum over its window included (not yet the implicit GEMM);
+    // few outputs over long sums (a weight gradient, a small dense layer) take a group per output.
+    if constexpr (dot_launch<N>().threads > 0) {
+      if constexpr (tenfold::detail::is_matmul_node_v<gemm_of_t<N>>) {
+        if constexpr (tf32_candidate_v<N>) {
+          if (tf32_matmul()) return run_gemm(dst, n, s); // (the user asked for tensor cores: TF32)
+        }
+      }
+      run_dot(dst, n, s);
+    } else if constexpr (tenfold::detail::is_conv_node_v<gemm_of_t<N>>) run_elementwise(dst, n, s);
     else run_gemm(dst, n, s);
   }
   else if constexpr (tenfold::detail::is_reduce_node_v<N>) {
-    if constexpr (plan::direct_fused_v<N>) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
+    if constexpr (plan::direct_fused_v<N> && N::count > short_row_limit) run_rows(dst, n, s); // innermost axis reduced: loads coalesce per group
     else if constexpr (few_long_outputs_v<N>) run_rows(dst, n, s); // outer axes, few outputs: a group each
     else run_pointwise(dst, n, s); // outer axes reduced: a thread per output, neighbours read neighbours
   } else if constexpr (tenfold::detail::is_scan_node_v<N>) {

@@ -21,7 +21,7 @@
 
 namespace tenfold::cuda::detail {
 
-// The matmul inside a GEMM root (the root itself, or its one matmul through elementwise nodes).
+// The matmul (or convolution) inside a GEMM root (the root itself, or its one through elementwise nodes).
 template <class N>
 struct gemm_of {
   using type = N;
@@ -50,7 +50,7 @@ __device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...
 
 template <class N>
 __device__ const gemm_of_t<N>& find_gemm(const N& n) {
-  if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
+  if constexpr (plan::is_gemm_driven_v<N>) return n;
   else return find_gemm_in(n, std::make_index_sequence<tenfold::detail::tuple_size_v<decltype(N::args)>>{});
 }
 template <class N, std::size_t... I>
@@ -62,7 +62,7 @@ __device__ const gemm_of_t<N>& find_gemm_in(const N& n, std::index_sequence<I...
 // The same, on the host (for the pointer checks before a launch).
 template <class N>
 const gemm_of_t<N>& find_gemm_host(const N& n) {
-  if constexpr (tenfold::detail::is_matmul_node_v<N>) return n;
+  if constexpr (plan::is_gemm_driven_v<N>) return n;
   else
     return [&]<std::size_t... I>(std::index_sequence<I...>) -> const gemm_of_t<N>& {
       return find_gemm_host(tenfold::detail::get<gemm_of<N>::template first_matmul<tenfold::detail::tuple_element_t<I, decltype(N::args)>...>()>(n.args));
@@ -73,7 +73,7 @@ const gemm_of_t<N>& find_gemm_host(const N& n) {
 template <class N, class A>
 __device__ __forceinline__ compute_t<typename N::value_type> epilogue_value(const N& n, const index_t* idx, A acc) {
   using V = compute_t<typename N::value_type>;
-  if constexpr (tenfold::detail::is_matmul_node_v<N>) return static_cast<V>(acc);
+  if constexpr (plan::is_gemm_driven_v<N>) return static_cast<V>(acc);
   else if constexpr (tenfold::detail::is_map_node_v<N> && plan::epilogue_matmuls<N>() == 1)
     return tenfold::detail::unpack([&](const auto&... c) { return V(N::op_type::template apply<typename N::value_type>(epilogue_value(c, idx, acc)...)); }, n.args);
   else return n.at(idx);
