@@ -74,16 +74,21 @@ struct device_trainer {
     set(var, sum(square(a.expr() - mean.expr()), axes<0, 1, 2>) * (1.0f / count));
     set(rstd, rsqrt(var.expr() + bn_eps));
   }
-  // bn_relu's backward pass with the statistics' share (cnn.hpp's bn_relu_backward for one process).
-  template <class G, class A, class V, class P, class DA, class DP>
-  void bn_relu_backward(const G& grad, const A& a, const V& mean, const V& rstd, const P& gamma, const P& beta, DA& da,
-                        DP& dgamma, DP& dbeta, DP& dmean, DP& drstd) {
+  // bn_relu's backward pass with the statistics' share (cnn.hpp's bn_relu_backward for one process): the
+  // vjp told bn_relu's output r (relu's derivative reads it), and the mean's and rstd's gradients from
+  // beta's and gamma's (d mean = -rstd gamma d beta, d rstd = gamma d gamma / rstd).
+  template <class G, class A, class R, class V, class P, class DA, class DP>
+  void bn_relu_backward(const G& grad, const A& a, const R& r, const V& mean, const V& rstd, const P& gamma, const P& beta,
+                        DA& da, DP& dgamma, DP& dbeta, DP& dmean, DP& drstd) {
     using S = typename A::shape_type;
     const float count = float(B * S::dims[1] * S::dims[2]);
-    auto [d_a, d_mu, d_r, d_gamma, d_beta] = vjp(bn_relu, grad.expr(), a, mean, rstd, gamma, beta);
-    set(dgamma, d_gamma), set(dbeta, d_beta), set(dmean, d_mu), set(drstd, d_r);
-    const auto r = rstd.expr();
-    set(da, d_a + (dmean.expr() * (1.0f / count) - drstd.expr() * r * r * r * (a.expr() - mean.expr()) * (1.0f / count)));
+    const auto m = mean.expr(), rs = rstd.expr();
+    auto [d_a, d_gamma, d_beta] = vjp_with_value(
+        [&m, &rs](const auto& a_, const auto& g_, const auto& b_) { return bn_relu(a_, m, rs, g_, b_); }, r.expr(),
+        grad.expr(), a, gamma, beta);
+    set(dgamma, d_gamma), set(dbeta, d_beta);
+    set(dmean, -(rs * gamma.expr()) * dbeta.expr()), set(drstd, gamma.expr() * dgamma.expr() / rs);
+    set(da, d_a + (dmean.expr() * (1.0f / count) - drstd.expr() * rs * rs * rs * (a.expr() - m) * (1.0f / count)));
   }
 
   float step(optim::adam& opt, float lr, rng& dropout_rng) {
@@ -109,17 +114,18 @@ struct device_trainer {
     auto [l, dh, dw4, db4] = value_and_grad(
         [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, m, w_, b_, y, rw); }, h, w4, b4);
     set(loss, l), set(gh, dh), set(d_w4, dw4), set(d_b4, db4);
-    auto [dp2, dw3, db3] =
-        vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, gh.expr(), p2, w3, b3);
+    // (told the layer's output h: relu's derivative reads it, and the matmul is not computed again)
+    auto [dp2, dw3, db3] = vjp_with_value([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); },
+                                          h.expr(), gh.expr(), p2, w3, b3);
     set(gp2, dp2), set(d_w3, dw3), set(d_b3, db3);
-    auto [dr2] = vjp(pool, gp2.expr(), r2);
+    auto [dr2] = vjp_with_value(pool, p2.expr(), gp2.expr(), r2); // the maxima read from p2
     set(gr2, dr2);
-    bn_relu_backward(gr2, a2, mean2, rstd2, g2, b2, ga2, d_g2, d_b2, d_mean2, d_rstd2);
+    bn_relu_backward(gr2, a2, r2, mean2, rstd2, g2, b2, ga2, d_g2, d_b2, d_mean2, d_rstd2);
     auto [dp1, dw2] = vjp(conv2, ga2.expr(), p1, w2);
     set(gp1, dp1), set(d_w2, dw2);
-    auto [dr1] = vjp(pool, gp1.expr(), r1);
+    auto [dr1] = vjp_with_value(pool, p1.expr(), gp1.expr(), r1);
     set(gr1, dr1);
-    bn_relu_backward(gr1, a1, mean1, rstd1, g1, b1, ga1, d_g1, d_b1, d_mean1, d_rstd1);
+    bn_relu_backward(gr1, a1, r1, mean1, rstd1, g1, b1, ga1, d_g1, d_b1, d_mean1, d_rstd1);
     const auto xe = x.expr();
     auto [dw1] = vjp([&xe](const auto& w_) { return conv1(xe, w_); }, ga1.expr(), w1);
     set(d_w1, dw1);

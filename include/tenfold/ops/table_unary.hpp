@@ -187,8 +187,10 @@ struct relu : unary<relu, category::arith> {
   template <class T> TENFOLD_HD static T scalar(T x) { return x < T(0) ? T(0) : x; }
   template <class B> static B simd(const B& x) { return xsimd::select(x < B(0), B(0), x); }
   static long double reference(long double x) { return x < 0 ? 0 : x; }
+  // From y (y > 0 exactly where x > 0, NaN neither): a backward pass told the value (vjp_with_value)
+  // then needs nothing below it, a dense layer's matmul included.
   static auto vjp([[maybe_unused]] const auto& x, [[maybe_unused]] const auto& y, [[maybe_unused]] const auto& g) {
-    return call<where>(x > 0.0, g, 0.0); // 0 at 0, as PyTorch
+    return call<where>(y > 0.0, g, 0.0); // 0 at 0, as PyTorch
   }
   static constexpr test_spec test{.ulps = 0};
   static constexpr bench_spec bench{.flops = 1};
