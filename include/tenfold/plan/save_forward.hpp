@@ -94,7 +94,7 @@ constexpr bool one_of(list<R...>*) {
   return (false || ... || std::is_same_v<W, R>);
 }
 template <class... W, class R>
-constexpr bool any_of_in(list<W...>*, R* r) {
+constexpr bool any_of_in(list<W...>*, [[maybe_unused]] R* r) {
   return (false || ... || one_of<W>(r));
 }
 
