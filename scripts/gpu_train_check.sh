@@ -3,10 +3,11 @@
 # 50 steps on the GPU against the CPU (same binary, same seed), and ncu's per-kernel times of two steps.
 # fashion_mnist is built elsewhere with CUDA (notes/cuda_status.md; MPI off, e.g. -DTENFOLD_MARCH=x86-64-v3
 # for another host CPU) and the Fashion-MNIST files copied beside it:
-#   scripts/gpu_train_check.sh FASHION_MNIST_BINARY DATA_DIR [EPOCHS, default 8]
+#   scripts/gpu_train_check.sh FASHION_MNIST_BINARY DATA_DIR [EPOCHS, default 8]   (from the repository root)
 # Writes ncu.csv.gz and train.txt to $OUT (or /tmp/tenfold-gpu-train); summarise the profile with
 # bench/cuda/ncu_top.py. About 60 s on an H200.
 set -u
+[ $# -ge 2 ] || { echo "usage: scripts/gpu_train_check.sh FASHION_MNIST_BINARY DATA_DIR [EPOCHS]" >&2; exit 2; }
 bin=$1 data=$2 epochs=${3:-8}
 out=${OUT:-/tmp/tenfold-gpu-train}
 mkdir -p "$out"
