@@ -109,6 +109,37 @@ TEST_CASE("float exp at the edges: overflow, underflow, infinities and NaN", "[e
   CHECK(ys[15] == 1.0f);
 }
 
+TEST_CASE("float exp of an edge value among ordinary ones: the same bits as alone", "[exp]") {
+  // The AVX2 exp has a fast path for vectors whose lanes all give normal results, which zeroes lanes
+  // x <= -104 (masked scores, -inf) by a mask and sends any other edge lane's whole vector to the wide
+  // path; so each edge value is tried at every lane position among values the fast path takes.
+  REQUIRE_ISA();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  float payload_nan; // a NaN with low mantissa bits set, which must not leak into the exponent field
+  const std::uint32_t bits = 0x7fc001ffu;
+  std::memcpy(&payload_nan, &bits, sizeof bits);
+  const std::vector<float> edges{88.72f, 88.73f, inf, -86.49f, -86.51f, -87.5f, -102.5f, -103.97f, -104.0f,
+                                 -104.01f, -110.0f, -1e30f, -inf, nan, -nan, payload_nan, 86.49f, 86.51f};
+  const auto alone = table_exp(edges);
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    for (int k = 0; k < 16; ++k) {
+      std::vector<float> xs(16);
+      for (int i = 0; i < 16; ++i) xs[std::size_t(i)] = 0.37f * float(i) - 2.9f;
+      xs[std::size_t(k)] = edges[e];
+      const auto ys = table_exp(xs);
+      INFO("edge " << edges[e] << " at lane " << k);
+      if (std::isnan(alone[e])) CHECK(std::isnan(ys[std::size_t(k)]));
+      else CHECK(ys[std::size_t(k)] == alone[e]);
+      for (int i = 0; i < 16; ++i)
+        if (i != k) CHECK(ulps(ys[std::size_t(i)], std::exp(double(xs[std::size_t(i)]))) <= 1.0);
+    }
+  }
+  CHECK(std::isnan(alone[15]));
+  CHECK(alone[8] == 0.0f);
+  CHECK(alone[12] == 0.0f);
+  CHECK(alone[3] > 0.0f); // e^-86.49: normal
+}
+
 TEST_CASE("softmax rows built on exp sum to one at this ISA", "[exp]") {
   REQUIRE_ISA();
   Tensor<float, shape<3, 37>> x, y;

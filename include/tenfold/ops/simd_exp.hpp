@@ -45,19 +45,31 @@ template <class B>
 inline constexpr bool avx512_float_v = false;
 #endif
 
-// The same exp for 8 floats in AVX2 + FMA (x86-64-v3: Haswell, Zen), which has no vscalefps: 2^n is
-// built in the exponent field, in two halves 2^(n/2) 2^(n - n/2) so that each is a normal float for
-// every n in [-150, 128]. The first product is exact (p in [0.7, 1.42] times a power of two stays
-// normal), the second rounds once, to the subnormal grid where the result is subnormal: the same
-// results as the AVX-512 version. xsimd's exp, which the table used here before, flushes the subnormal
-// range to zero and overflows from 88.38, so every batch paid a range test and, near those ranges, a
-// scalar redo (bench/RESULTS.md has the softmax rows before and after).
+// The same exp for 8 floats in AVX2 + FMA (x86-64-v3: Haswell, Zen), which has no vscalefps. Two paths.
+//
+// Wide (exp_avx2_wide: any x): the reduction and polynomial above, and 2^n built in the exponent field in
+// two halves 2^(n/2) 2^(n - n/2) so that each is a normal float for every n in [-150, 128]. The first
+// product is exact (p in [0.7, 1.42] times a power of two stays normal), the second rounds once, to the
+// subnormal grid where the result is subnormal: the same results as the AVX-512 version. (xsimd's exp,
+// which the table used here before, flushes the subnormal range to zero and overflows from 88.38.)
+//
+// Fast (exp_avx2, when every lane has |x| <= 86.5, the result then normal and finite): what bounds exp in
+// a loop here is the length of its dependency chain, not its instruction count: with Horner's seven
+// dependent FMAs, the clamps, the rounding and the two scaling products, one vector's chain is ~55
+// cycles, and an out-of-order window holds only a few vectors (softmax's exp ran at 0.62 ns per float on
+// a Zen 3 that sustains 5.5 FMAs per ns in a GEMM). So: n = round(x log2e) by adding 1.5 x 2^23 (whose
+// low mantissa bits then hold n), the same two-part reduction, a degree-6 polynomial fitted for this
+// (scripts/fit_exp_poly.py, 5e-9 relative) evaluated as 1 + r (1 + r q(r)) with q by Estrin's scheme
+// (3 levels instead of 5), and 2^n added to p's exponent field as an integer (exact: the result is
+// normal). About 36 cycles of chain, 18 instructions; 0.94 ulp. Lanes with x <= -104 (the result rounds
+// to 0; -inf included) are zeroed by a mask; any other lane outside (NaN, +inf, subnormal or overflowing
+// results) sends the whole vector to the wide path: one test per vector.
 #if defined(__AVX2__) && defined(__FMA__)
 template <class B>
 inline constexpr bool avx2_float_v = std::is_same_v<typename B::value_type, float> && B::size == 8 &&
                                      std::is_base_of_v<xsimd::avx2, typename B::arch_type>;
 
-TENFOLD_INLINE __m256 exp_avx2(__m256 x) { // inlined: a call per vector costs a third of it
+TENFOLD_INLINE __m256 exp_avx2_wide(__m256 x) {
   using c = exp_f32;
   x = _mm256_min_ps(_mm256_set1_ps(c::hi), _mm256_max_ps(_mm256_set1_ps(c::lo), x)); // NaN stays NaN
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -72,6 +84,38 @@ TENFOLD_INLINE __m256 exp_avx2(__m256 x) { // inlined: a call per vector costs a
   const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+struct exp_f32_fast {
+  // |x| <= limit: n in [-125, 125], so p 2^n (p in [0.7, 1.42]) is a normal float.
+  static constexpr float limit = 86.5f;
+  static constexpr float shifter = 12582912.0f; // 1.5 x 2^23: x log2e + shifter rounds to an integer
+  // exp(r) = 1 + r (1 + r q(r)), q(r) = q[0] + q[1] r + ... + q[4] r^4 on |r| <= ln2 / 2
+  static constexpr float q[5] = {4.9999997020e-01f, 1.6666521132e-01f, 4.1667226702e-02f, 8.3686932921e-03f, 1.3879691251e-03f};
+};
+
+TENFOLD_INLINE __m256 exp_avx2(__m256 x) { // inlined: a call per vector costs a third of it
+  using c = exp_f32;
+  using f = exp_f32_fast;
+  // Lanes x <= lo (-inf: masked scores) are 0, by a mask on the fast path's result: a causal mask's
+  // boundary moves from row to row, and a branch on it would be mispredicted at every row.
+  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(c::lo), _CMP_NLE_UQ);
+  const __m256 far = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(f::limit), _CMP_NLE_UQ);
+  if (!_mm256_testz_ps(far, live)) [[unlikely]] return exp_avx2_wide(x); // (NaN compares "not <=": wide too)
+  const __m256 shifter = _mm256_set1_ps(f::shifter);
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(c::log2e), shifter); // n in t's low mantissa bits
+  const __m256 n = _mm256_sub_ps(t, shifter);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(c::ln2_hi), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(c::ln2_lo), r);
+  const __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
+  const __m256 a = _mm256_fmadd_ps(_mm256_set1_ps(f::q[1]), r, _mm256_set1_ps(f::q[0]));
+  const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(f::q[3]), r, _mm256_set1_ps(f::q[2]));
+  const __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(f::q[4]), r4, _mm256_fmadd_ps(b, r2, a));
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 p = _mm256_fmadd_ps(r, _mm256_fmadd_ps(r, q, one), one);
+  // t's bits are those of 1.5 x 2^23 plus n: shifted by 23, only n's low bits remain, in the exponent field.
+  const __m256i scale = _mm256_slli_epi32(_mm256_castps_si256(t), 23);
+  return _mm256_and_ps(live, _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), scale)));
 }
 #else
 template <class B>
