@@ -7,11 +7,14 @@
 //   - either, with few outputs over long sums  -> a block per run of outputs, their sums split (cuda/dot.hpp)
 //   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
 //   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
+//   - attention and its backward pass          -> a block per tile of rows, the other side through shared memory
+//                                                 (cuda/attention.hpp, cuda/attention_backward.hpp)
 //   - a scan                                   -> a thread per scanned line
 //   - reductions with no row to share          -> a thread per element, its reductions once each
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
 #include "tenfold/core/scatter_node.hpp"
+#include "tenfold/cuda/attention_backward.hpp"
 #include "tenfold/cuda/dot.hpp"
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
@@ -83,6 +86,8 @@ void run(const Dst& dst, const N& n, stream_ref s) {
     static_assert(sizeof(N) == 0, "tenfold::cuda: the gradient of take/embedding (a scatter-add) has no CUDA kernel "
                                   "yet: evaluate it on the CPU");
   else if constexpr (S::size == 0) return;
+  else if constexpr (tenfold::detail::is_attention_node_v<N>) run_attention(dst, n, s);
+  else if constexpr (tenfold::detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n, s);
   else if constexpr (plan::gemm_root_v<N>) {
     // A convolution (and its epilogue) runs directly: a thread per output element, whose value the
     // root's at() computes, the convolution's sum over its window included (not yet the implicit GEMM);

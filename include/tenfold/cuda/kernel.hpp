@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenfold/core/attention_grad_node.hpp"
+#include "tenfold/core/attention_node.hpp"
 #include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
@@ -60,6 +62,11 @@ struct concat_key {};
 // ...and of the convolution, whose geometry (a class) becomes its fields as an index_t pack.
 template <class CX, class CW, class Geometry>
 struct conv_key {};
+// ...and of attention, whose causal flag is a value next to its operand types.
+template <class CQ, class CK, class CV, bool Causal>
+struct attention_key {};
+template <tenfold::detail::attention_part Part, bool Causal, class... C>
+struct attention_grad_key {};
 
 // key_of(N*): std::type_identity of N's encoded form. A function with a deduced return type, not a
 // trait's member typedef: nvcc's stub spells a type by the path it was reached through, and a path
@@ -84,6 +91,10 @@ template <int Axis, class... C>
 auto key_of(tenfold::detail::concat_node<Axis, C...>*);
 template <class CX, class CW, conv_geometry G>
 auto key_of(tenfold::detail::conv2d_node<CX, CW, G>*);
+template <class CQ, class CK, class CV, bool C>
+auto key_of(tenfold::detail::attention_node<CQ, CK, CV, C>*);
+template <tenfold::detail::attention_part P, bool Causal, class... C>
+auto key_of(tenfold::detail::attention_grad_node<P, Causal, C...>*);
 
 template <class T>
 using key_t = typename decltype(key_of(static_cast<T*>(nullptr)))::type;
@@ -131,6 +142,14 @@ auto key_of(tenfold::detail::conv2d_node<CX, CW, G>*) {
                             G.groups, index_t(G.layout), index_t(G.transposed)>;
   return std::type_identity<conv_key<key_t<CX>, key_t<CW>, fields>>{};
 }
+template <class CQ, class CK, class CV, bool C>
+auto key_of(tenfold::detail::attention_node<CQ, CK, CV, C>*) {
+  return std::type_identity<attention_key<key_t<CQ>, key_t<CK>, key_t<CV>, C>>{};
+}
+template <tenfold::detail::attention_part P, bool Causal, class... C>
+auto key_of(tenfold::detail::attention_grad_node<P, Causal, C...>*) {
+  return std::type_identity<attention_grad_key<P, Causal, key_t<C>...>>{};
+}
 template <index_t... V>
 constexpr conv_geometry geometry_of(value_pack<index_t, V...>) {
   constexpr index_t v[] = {V...};
@@ -177,6 +196,14 @@ struct decode<concat_key<Axis, C...>> {
 template <class CX, class CW, class Geometry>
 struct decode<conv_key<CX, CW, Geometry>> {
   using type = tenfold::detail::conv2d_node<typename decode<CX>::type, typename decode<CW>::type, geometry_of(Geometry{})>;
+};
+template <class CQ, class CK, class CV, bool C>
+struct decode<attention_key<CQ, CK, CV, C>> {
+  using type = tenfold::detail::attention_node<typename decode<CQ>::type, typename decode<CK>::type, typename decode<CV>::type, C>;
+};
+template <tenfold::detail::attention_part P, bool Causal, class... C>
+struct decode<attention_grad_key<P, Causal, C...>> {
+  using type = tenfold::detail::attention_grad_node<P, Causal, typename decode<C>::type...>;
 };
 template <class T>
 using decode_t = typename decode<T>::type;

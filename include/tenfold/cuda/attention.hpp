@@ -1,0 +1,168 @@
+#pragma once
+// attention(q, k, v) on the device, flash-style: a block per (batch element, tile of 128 queries), a
+// thread per query row holding its query (scaled) and its output row in registers; the keys and values
+// pass through shared memory a tile of Tk keys at a time, every thread reading the same key (a
+// broadcast). Per tile a thread scores its Tk keys, rescales its output once to the tile's new maximum
+// and adds the tile's weighted values (online softmax: the S x S scores never exist). The masks are
+// the node's (core/attention_node.hpp): causal (bottom-right aligned), first_keys; a query that sees no
+// key gives 0. Operands are strided leaves (the planner materialises anything else), read through their
+// strides. Heads wider than fast_head_limit (registers) take the indexed elementwise kernel, a thread
+// per output through the node's at(). key_lengths' lengths are host memory: not on the device yet (a
+// tenfold::error says so).
+#include "tenfold/core/attention_node.hpp"
+#include "tenfold/cuda/elementwise.hpp"
+
+namespace tenfold::cuda::detail {
+
+inline constexpr unsigned attention_block = 128; // queries per block, a thread each
+inline constexpr index_t fast_head_limit = 128;  // D and Dv each at most this for the register kernel
+
+// Keys per shared-memory tile: (D + Dv) x Tk floats within 32 KiB, and a thread's Tk scores in registers.
+template <index_t D, index_t Dv>
+constexpr index_t attention_key_tile() {
+  return (D + Dv) <= 128 ? 32 : 16;
+}
+
+template <class A>
+__device__ inline A attention_exp(A x) {
+  if constexpr (std::is_same_v<A, float>) return ::expf(x);
+  else return ::exp(x);
+}
+
+template <class A>
+__device__ inline A attention_log(A x) {
+  if constexpr (std::is_same_v<A, float>) return ::logf(x);
+  else return ::log(x);
+}
+
+template <class N>
+constexpr bool fast_attention() {
+  return N::D <= fast_head_limit && N::Dv <= fast_head_limit;
+}
+
+struct attention_body {
+  static constexpr int max_threads = attention_block;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& n);
+};
+
+template <class Dst, class N>
+__device__ void attention_body::run(const Dst& dst, const N& n) {
+  using S = typename N::shape_type;
+  using A = compute_t<typename N::value_type>;
+  using CQ = typename N::q_type;
+  using CK = typename N::k_type;
+  using CV = typename N::v_type;
+  constexpr int R = S::rank;
+  constexpr index_t Sq = N::Sq, D = N::D, Dv = N::Dv, Tk = attention_key_tile<D, Dv>();
+  constexpr index_t tiles = (Sq + attention_block - 1) / attention_block;
+  __shared__ A ks[Tk][D];
+  __shared__ A vs[Tk][Dv];
+
+  // The block's batch element and query tile; out holds the output index (row and column set below).
+  const index_t tile = index_t(blockIdx.x) % tiles, batch = index_t(blockIdx.x) / tiles;
+  index_t out[R];
+  {
+    index_t rest = batch;
+    for (int a = R - 3; a >= 0; --a) {
+      out[a] = rest % tenfold::detail::extent<S>(a);
+      rest /= tenfold::detail::extent<S>(a);
+    }
+  }
+  const index_t i = tile * attention_block + threadIdx.x;
+  const bool active = i < Sq;
+  out[R - 2] = active ? i : Sq - 1;
+  out[R - 1] = 0;
+  // (rank 2: no batch axis, and key_lengths is not taken here, so keys_of ignores its argument)
+  const index_t nk = n.keys_of(R > 2 ? out[0] : 0);
+  const index_t seen = active ? N::visible(i, nk) : 0;
+  // Keys the block walks: those its last query sees (causal: the most; else all nk).
+  const index_t last = tile * attention_block + attention_block - 1 < Sq ? tile * attention_block + attention_block - 1 : Sq - 1;
+  const index_t block_keys = N::visible(last, nk);
+
+  const auto& q = tenfold::detail::get<0>(n.args);
+  const auto& k = tenfold::detail::get<1>(n.args);
+  const auto& v = tenfold::detail::get<2>(n.args);
+  index_t iq[CQ::rank], ik[CK::rank], iv[CV::rank];
+  N::template operand_index<typename CQ::shape_type>(out, out[R - 2], 0, iq);
+  N::template operand_index<typename CK::shape_type>(out, 0, 0, ik);
+  N::template operand_index<typename CV::shape_type>(out, 0, 0, iv);
+  const auto* qp = q.data() + CQ::offset_of(iq);
+  const auto* kp = k.data() + CK::offset_of(ik);
+  const auto* vp = v.data() + CV::offset_of(iv);
+  constexpr index_t qd = CQ::strides[CQ::rank - 1], kj = CK::strides[CK::rank - 2], kd = CK::strides[CK::rank - 1];
+  constexpr index_t vj = CV::strides[CV::rank - 2], ve = CV::strides[CV::rank - 1];
+
+  const A scale = static_cast<A>(n.scale);
+  A qr[D], o[Dv];
+#pragma unroll
+  for (index_t d = 0; d < D; ++d) qr[d] = static_cast<A>(qp[d * qd]) * scale;
+#pragma unroll
+  for (index_t e = 0; e < Dv; ++e) o[e] = A(0);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  A m = neg_inf, l = A(0);
+
+  for (index_t j0 = 0; j0 < block_keys; j0 += Tk) {
+    __syncthreads(); // the previous tile is read by every thread
+    for (index_t t = threadIdx.x; t < Tk * D; t += attention_block) {
+      const index_t jj = t / D, d = t % D;
+      ks[jj][d] = j0 + jj < block_keys ? static_cast<A>(kp[(j0 + jj) * kj + d * kd]) : A(0);
+    }
+    for (index_t t = threadIdx.x; t < Tk * Dv; t += attention_block) {
+      const index_t jj = t / Dv, e = t % Dv;
+      vs[jj][e] = j0 + jj < block_keys ? static_cast<A>(vp[(j0 + jj) * vj + e * ve]) : A(0);
+    }
+    __syncthreads();
+    if (!active || j0 >= seen) continue; // (no return: every thread reaches the barriers)
+    A sc[Tk];
+    A mt = m;
+#pragma unroll
+    for (index_t jj = 0; jj < Tk; ++jj) {
+      A s = A(0);
+#pragma unroll
+      for (index_t d = 0; d < D; ++d) s += qr[d] * ks[jj][d];
+      // A masked key, or one scored -inf, weighs 0.
+      sc[jj] = j0 + jj < seen ? s : neg_inf;
+      mt = sc[jj] > mt ? sc[jj] : mt;
+    }
+    if (mt == neg_inf) continue; // nothing of finite score yet
+    const A r = m == neg_inf ? A(0) : attention_exp(m - mt);
+    l *= r;
+#pragma unroll
+    for (index_t e = 0; e < Dv; ++e) o[e] *= r;
+#pragma unroll
+    for (index_t jj = 0; jj < Tk; ++jj) {
+      const A p = sc[jj] == neg_inf ? A(0) : attention_exp(sc[jj] - mt);
+      l += p;
+#pragma unroll
+      for (index_t e = 0; e < Dv; ++e) o[e] += p * vs[jj][e];
+    }
+    m = mt;
+  }
+  if (!active) return;
+  using T = typename Dst::value_type;
+  const A inv = l == A(0) ? A(0) : A(1) / l;
+  for (index_t e = 0; e < Dv; ++e) {
+    out[R - 1] = e;
+    dst.data()[Dst::offset_of(out)] = convert<T>(o[e] * inv);
+  }
+}
+
+template <class Dst, class N>
+void run_attention(const Dst& dst, const N& n, stream_ref s) {
+  using S = typename N::shape_type;
+  if (n.lengths)
+    throw error("tenfold::cuda: attention with key_lengths has no device kernel yet (its lengths are host memory): "
+                "use first_keys, or evaluate it on the CPU");
+  if constexpr (S::size == 0) return;
+  else if constexpr (fast_attention<N>()) {
+    constexpr index_t tiles = (N::Sq + attention_block - 1) / attention_block;
+    constexpr index_t blocks = tiles * (S::size / (N::Sq * N::Dv));
+    static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention over more than 2^31 blocks");
+    launch<attention_body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, "tenfold::cuda attention kernel");
+  } else {
+    constexpr launch_shape l = elementwise_launch(S::size, 1); // a thread per output, through at()
+    launch<indexed_body>(l.grid, l.block, s, dst, n, "tenfold::cuda attention kernel (wide heads: a thread per output)");
+  }
+}
+} // namespace tenfold::cuda::detail

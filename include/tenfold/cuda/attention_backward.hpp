@@ -1,0 +1,249 @@
+#pragma once
+// attention's backward pass on the device (core/attention_grad_node.hpp: FlashAttention-2's
+// decomposition), in the forward kernel's mould (cuda/attention.hpp): a thread per row of the output,
+// the other side through shared memory a tile at a time, nothing of size Sq x Sk held anywhere.
+//   stats [.., Sq, 2] and dq [.., Sq, D]: a thread per query row, key and value tiles shared;
+//   dk [.., Sk, D] and dv [.., Sk, Dv]:   a thread per key row, query, g and stats tiles shared.
+// A thread keeps its rows (q and g, or k and v) and its accumulator in registers: heads up to
+// grad_head_limit wide (together) take these kernels, wider ones a thread per output element through
+// the node's at(). The masks are the forward's (causal, bottom-right aligned); every key is read.
+#include "tenfold/core/attention_grad_node.hpp"
+#include "tenfold/cuda/attention.hpp"
+
+namespace tenfold::cuda::detail {
+
+// Registers per thread: the rows kept plus the accumulator (floats), at most this many.
+inline constexpr index_t grad_head_limit = 192;
+
+template <class N>
+constexpr index_t attention_grad_registers() {
+  using enum tenfold::detail::attention_part;
+  constexpr index_t D = N::D, Dv = N::Dv;
+  switch (N::part) {
+    case stats: return D + 2 * Dv;  // q, g, o
+    case dq: return 2 * D + Dv;     // q, g, dq
+    case dk: return 2 * D + Dv;     // k, v, dk
+    default: return D + Dv;         // k, dv
+  }
+}
+template <class N>
+constexpr bool fast_attention_grad() {
+  return attention_grad_registers<N>() <= grad_head_limit;
+}
+// Rows of the other side per shared tile: its rows (and stats) within 32 KiB.
+template <class N>
+constexpr index_t attention_grad_tile() {
+  return N::D + N::Dv <= 128 ? 32 : 16;
+}
+
+struct attention_grad_body {
+  static constexpr int max_threads = attention_block;
+  template <class Dst, class N>
+  __device__ static void run(const Dst& dst, const N& n);
+};
+
+template <class Dst, class N>
+__device__ void attention_grad_body::run(const Dst& dst, const N& n) {
+  using enum tenfold::detail::attention_part;
+  using S = typename N::shape_type;
+  using A = compute_t<typename N::value_type>;
+  using F = typename N::forward;
+  using CQ = typename N::q_type;
+  using CK = typename N::k_type;
+  using CV = typename N::v_type;
+  using CG = typename N::g_type;
+  constexpr auto P = N::part;
+  constexpr bool by_query = P == stats || P == dq;
+  constexpr int R = S::rank;
+  constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv, T = attention_grad_tile<N>();
+  constexpr index_t rows = by_query ? Sq : Sk, tiles = (rows + attention_block - 1) / attention_block;
+  constexpr index_t W = D, Wv = Dv; // widths of the shared tiles: k and v by query, q and g by key
+  __shared__ A a_s[T][W];
+  __shared__ A b_s[T][Wv];
+  __shared__ A st_s[by_query ? 1 : T][2]; // a query tile's lse and delta (by key only)
+
+  const index_t tile = index_t(blockIdx.x) % tiles, batch = index_t(blockIdx.x) / tiles;
+  index_t out[R];
+  {
+    index_t rest = batch;
+    for (int a = R - 3; a >= 0; --a) {
+      out[a] = rest % tenfold::detail::extent<S>(a);
+      rest /= tenfold::detail::extent<S>(a);
+    }
+  }
+  const index_t r = tile * attention_block + threadIdx.x;
+  const bool active = r < rows;
+  const index_t row = active ? r : rows - 1;
+  out[R - 1] = 0;
+
+  // Batch bases of the operands (every operand has the output's batch axes), and their strides.
+  index_t iq[CQ::rank], ik[CK::rank], iv[CV::rank], ig[CG::rank];
+  F::template operand_index<typename CQ::shape_type>(out, 0, 0, iq);
+  F::template operand_index<typename CK::shape_type>(out, 0, 0, ik);
+  F::template operand_index<typename CV::shape_type>(out, 0, 0, iv);
+  F::template operand_index<typename CG::shape_type>(out, 0, 0, ig);
+  const auto* qp = tenfold::detail::get<0>(n.args).data() + CQ::offset_of(iq);
+  const auto* kp = tenfold::detail::get<1>(n.args).data() + CK::offset_of(ik);
+  const auto* vp = tenfold::detail::get<2>(n.args).data() + CV::offset_of(iv);
+  const auto* gp = tenfold::detail::get<3>(n.args).data() + CG::offset_of(ig);
+  constexpr index_t qi = CQ::strides[CQ::rank - 2], qd = CQ::strides[CQ::rank - 1];
+  constexpr index_t kj = CK::strides[CK::rank - 2], kd = CK::strides[CK::rank - 1];
+  constexpr index_t vj = CV::strides[CV::rank - 2], ve = CV::strides[CV::rank - 1];
+  constexpr index_t gi = CG::strides[CG::rank - 2], ge = CG::strides[CG::rank - 1];
+  // The stats (lse, delta) of query i: operand 4 of the gradient parts.
+  const auto stat = [&](index_t i, index_t which) -> A {
+    if constexpr (P == stats) return A(0);
+    else {
+      using CS = std::remove_cvref_t<decltype(tenfold::detail::get<4>(n.args))>;
+      index_t is[CS::rank];
+      F::template operand_index<typename CS::shape_type>(out, i, which, is);
+      return static_cast<A>(tenfold::detail::get<4>(n.args).data()[CS::offset_of(is)]);
+    }
+  };
+
+  const A scale = static_cast<A>(n.scale);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  // This thread's rows: by query, q (scaled) and g; by key, k and (for dk) v.
+  A x[D], y[Dv];
+#pragma unroll
+  for (index_t d = 0; d < D; ++d) x[d] = by_query ? static_cast<A>(qp[row * qi + d * qd]) * scale : static_cast<A>(kp[row * kj + d * kd]);
+  if constexpr (P != dv) {
+#pragma unroll
+    for (index_t e = 0; e < Dv; ++e) y[e] = by_query ? static_cast<A>(gp[row * gi + e * ge]) : static_cast<A>(vp[row * vj + e * ve]);
+  }
+  constexpr index_t acc_width = P == dv || P == stats ? Dv : D;
+  A acc[acc_width];
+#pragma unroll
+  for (index_t e = 0; e < acc_width; ++e) acc[e] = A(0);
+  A m = neg_inf, l = A(0);                                     // stats: the online softmax
+  const A lse = P == dq ? stat(row, 0) : A(0), delta = P == dq ? stat(row, 1) : A(0); // dq: this row's
+
+  // The other side's range this block walks: by query, the keys its last query sees; by key, the
+  // queries that see its first key (all of them without the mask).
+  const index_t last = tile * attention_block + attention_block - 1 < rows ? tile * attention_block + attention_block - 1 : rows - 1;
+  index_t c0 = 0, c1 = by_query ? F::visible(last, Sk) : Sq;
+  if constexpr (!by_query && N::causal) {
+    const index_t first = tile * attention_block - (Sk - Sq); // query i sees key j from i = j - (Sk - Sq)
+    c0 = first < 0 ? 0 : first > Sq ? Sq : first;
+  }
+  const index_t seen = by_query && active ? F::visible(r, Sk) : 0;
+
+  for (index_t t0 = c0; t0 < c1; t0 += T) {
+    __syncthreads();
+    for (index_t t = threadIdx.x; t < T * W; t += attention_block) {
+      const index_t c = t0 + t / W, d = t % W;
+      a_s[t / W][d] = c < c1 ? (by_query ? static_cast<A>(kp[c * kj + d * kd]) : static_cast<A>(qp[c * qi + d * qd])) : A(0);
+    }
+    for (index_t t = threadIdx.x; t < T * Wv; t += attention_block) {
+      const index_t c = t0 + t / Wv, e = t % Wv;
+      b_s[t / Wv][e] = c < c1 ? (by_query ? static_cast<A>(vp[c * vj + e * ve]) : static_cast<A>(gp[c * gi + e * ge])) : A(0);
+    }
+    if constexpr (!by_query) {
+      for (index_t t = threadIdx.x; t < T * 2; t += attention_block) {
+        const index_t c = t0 + t / 2;
+        st_s[t / 2][t % 2] = c < c1 ? stat(c, t % 2) : A(0);
+      }
+    }
+    __syncthreads();
+    if (!active) continue; // (no return: every thread reaches the barriers)
+    if constexpr (P == stats) {
+      if (t0 >= seen) continue;
+      A sc[T];
+      A mt = m;
+#pragma unroll
+      for (index_t c = 0; c < T; ++c) {
+        A s = A(0);
+#pragma unroll
+        for (index_t d = 0; d < D; ++d) s += x[d] * a_s[c][d];
+        sc[c] = t0 + c < seen ? s : neg_inf;
+        mt = sc[c] > mt ? sc[c] : mt;
+      }
+      if (mt == neg_inf) continue;
+      const A rs = m == neg_inf ? A(0) : attention_exp(m - mt);
+      l *= rs;
+#pragma unroll
+      for (index_t e = 0; e < Dv; ++e) acc[e] *= rs;
+#pragma unroll
+      for (index_t c = 0; c < T; ++c) {
+        const A p = sc[c] == neg_inf ? A(0) : attention_exp(sc[c] - mt);
+        l += p;
+#pragma unroll
+        for (index_t e = 0; e < Dv; ++e) acc[e] += p * b_s[c][e];
+      }
+      m = mt;
+    } else if constexpr (P == dq) {
+      if (t0 >= seen) continue;
+#pragma unroll 1
+      for (index_t c = 0; c < T; ++c) {
+        if (t0 + c >= seen) break;
+        A s = A(0), dp = A(0);
+#pragma unroll
+        for (index_t d = 0; d < D; ++d) s += x[d] * a_s[c][d];
+#pragma unroll
+        for (index_t e = 0; e < Dv; ++e) dp += y[e] * b_s[c][e];
+        const A ds = attention_exp(s - lse) * (dp - delta);
+#pragma unroll
+        for (index_t d = 0; d < D; ++d) acc[d] += ds * a_s[c][d];
+      }
+    } else {
+#pragma unroll 1
+      for (index_t c = 0; c < T; ++c) {
+        const index_t i = t0 + c;
+        if (i >= c1) break;
+        if (r >= F::visible(i, Sk)) continue; // key r is masked for query i
+        A s = A(0);
+#pragma unroll
+        for (index_t d = 0; d < D; ++d) s += a_s[c][d] * x[d];
+        const A p = attention_exp(s * scale - st_s[c][0]);
+        if constexpr (P == dv) {
+#pragma unroll
+          for (index_t e = 0; e < Dv; ++e) acc[e] += p * b_s[c][e];
+        } else {
+          A dp = A(0);
+#pragma unroll
+          for (index_t e = 0; e < Dv; ++e) dp += b_s[c][e] * y[e];
+          const A ds = p * (dp - st_s[c][1]);
+#pragma unroll
+          for (index_t d = 0; d < D; ++d) acc[d] += ds * a_s[c][d];
+        }
+      }
+    }
+  }
+  if (!active) return;
+  using Tv = typename Dst::value_type;
+  out[R - 2] = r;
+  if constexpr (P == stats) {
+    // lse = m + log l (-inf where no key is seen), delta = g·O = g·o / l.
+    A dot = A(0);
+#pragma unroll
+    for (index_t e = 0; e < Dv; ++e) dot += y[e] * acc[e];
+    const A lse_r = l == A(0) ? neg_inf : m + attention_log(l);
+    const A delta_r = l == A(0) ? A(0) : dot / l;
+    out[R - 1] = 0;
+    dst.data()[Dst::offset_of(out)] = convert<Tv>(lse_r);
+    out[R - 1] = 1;
+    dst.data()[Dst::offset_of(out)] = convert<Tv>(delta_r);
+  } else {
+    const A f = P == dv ? A(1) : scale;
+    for (index_t e = 0; e < acc_width; ++e) {
+      out[R - 1] = e;
+      dst.data()[Dst::offset_of(out)] = convert<Tv>(acc[e] * f);
+    }
+  }
+}
+
+template <class Dst, class N>
+void run_attention_grad(const Dst& dst, const N& n, stream_ref s) {
+  using S = typename N::shape_type;
+  if constexpr (S::size == 0) return;
+  else if constexpr (fast_attention_grad<N>()) {
+    constexpr index_t rows = S::dims[N::rank - 2];
+    constexpr index_t blocks = (rows + attention_block - 1) / attention_block * (S::size / (rows * S::dims[N::rank - 1]));
+    static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention's backward over more than 2^31 blocks");
+    launch<attention_grad_body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, "tenfold::cuda attention backward kernel");
+  } else {
+    constexpr launch_shape l = elementwise_launch(S::size, 1);
+    launch<indexed_body>(l.grid, l.block, s, dst, n, "tenfold::cuda attention backward kernel (wide heads: a thread per output)");
+  }
+}
+} // namespace tenfold::cuda::detail
