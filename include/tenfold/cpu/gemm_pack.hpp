@@ -134,9 +134,21 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
   constexpr index_t NR = gemm_tile<T>::NR;
   const index_t full = b.cs == 1 ? nc / NR * NR : 0;
   if (full > 0) {
-    // Row-major B: read each row of the block left to right (a stream the prefetcher follows, where
-    // panel by panel would jump a whole row stride every NR values) and deal it out to the panels.
-    for (index_t k = 0; k < kc; ++k) {
+    // Row-major B: rows of the block left to right (streams the prefetcher follows, where panel by
+    // panel would jump a whole row stride every NR values), four rows at a time, dealt out to the
+    // panels: four streams in flight, and each panel receives four consecutive k rows, 4 x NR values
+    // contiguous, per visit.
+    constexpr index_t rows = 4;
+    index_t k = 0;
+    for (; k + rows <= kc; k += rows) {
+      const E* src = b.p + (k0 + k) * b.rs + j0;
+      T* dst = out + k * NR;
+      for (index_t q = 0; q < full; q += NR, dst += kc * NR)
+        for (index_t r = 0; r < rows; ++r)
+#pragma GCC unroll 16
+          for (index_t c = 0; c < NR; ++c) dst[r * NR + c] = static_cast<T>(src[r * b.rs + q + c]);
+    }
+    for (; k < kc; ++k) {
       const E* src = b.p + (k0 + k) * b.rs + j0;
       T* dst = out + k * NR;
       for (index_t q = 0; q < full; q += NR, dst += kc * NR)
