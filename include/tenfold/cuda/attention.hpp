@@ -40,6 +40,57 @@ constexpr bool fast_attention() {
   return N::D <= fast_head_limit && N::Dv <= fast_head_limit;
 }
 
+// out[0 .. rank - 3] = the batch axes of element `batch` of S (its axes before the last two).
+template <class S>
+__device__ __forceinline__ void attention_batch_index(index_t batch, index_t* out) {
+  for (int a = S::rank - 3; a >= 0; --a) {
+    out[a] = batch % tenfold::detail::extent<S>(a);
+    batch /= tenfold::detail::extent<S>(a);
+  }
+}
+
+// Rows [c0, c0 + T) of a strided operand (row stride rs, column stride cs) into a shared tile, zeros
+// from row c1 on; every thread of the block takes part.
+template <index_t T, index_t W, class A, class E>
+__device__ __forceinline__ void load_attention_tile(A (&tile)[T][W], const E* p, index_t rs, index_t cs, index_t c0, index_t c1) {
+  for (index_t t = threadIdx.x; t < T * W; t += attention_block) {
+    const index_t c = t / W, d = t % W;
+    tile[c][d] = c0 + c < c1 ? static_cast<A>(p[(c0 + c) * rs + d * cs]) : A(0);
+  }
+}
+
+// One tile of keys [j0, j0 + T) into a query row's online softmax: the scores x·ks[c] (x the scaled
+// query; keys from `seen` on masked, and a key scored -inf weighs 0), then the running maximum m, the
+// normaliser l and the unnormalised output o rescaled once to the tile's maximum and the tile added.
+template <index_t T, index_t D, index_t Dv, class A>
+__device__ __forceinline__ void online_softmax_tile(const A (&x)[D], const A (&ks)[T][D], const A (&vs)[T][Dv], index_t j0,
+                                                    index_t seen, A& m, A& l, A (&o)[Dv]) {
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  A sc[T];
+  A mt = m;
+#pragma unroll
+  for (index_t c = 0; c < T; ++c) {
+    A s = A(0);
+#pragma unroll
+    for (index_t d = 0; d < D; ++d) s += x[d] * ks[c][d];
+    sc[c] = j0 + c < seen ? s : neg_inf;
+    mt = sc[c] > mt ? sc[c] : mt;
+  }
+  if (mt == neg_inf) return; // nothing of finite score yet
+  const A r = m == neg_inf ? A(0) : attention_exp(m - mt);
+  l *= r;
+#pragma unroll
+  for (index_t e = 0; e < Dv; ++e) o[e] *= r;
+#pragma unroll
+  for (index_t c = 0; c < T; ++c) {
+    const A p = sc[c] == neg_inf ? A(0) : attention_exp(sc[c] - mt);
+    l += p;
+#pragma unroll
+    for (index_t e = 0; e < Dv; ++e) o[e] += p * vs[c][e];
+  }
+  m = mt;
+}
+
 struct attention_body {
   static constexpr int max_threads = attention_block;
   template <class Dst, class N>
@@ -62,13 +113,7 @@ __device__ void attention_body::run(const Dst& dst, const N& n) {
   // The block's batch element and query tile; out holds the output index (row and column set below).
   const index_t tile = index_t(blockIdx.x) % tiles, batch = index_t(blockIdx.x) / tiles;
   index_t out[R];
-  {
-    index_t rest = batch;
-    for (int a = R - 3; a >= 0; --a) {
-      out[a] = rest % tenfold::detail::extent<S>(a);
-      rest /= tenfold::detail::extent<S>(a);
-    }
-  }
+  attention_batch_index<S>(batch, out);
   const index_t i = tile * attention_block + threadIdx.x;
   const bool active = i < Sq;
   out[R - 2] = active ? i : Sq - 1;
@@ -104,40 +149,10 @@ __device__ void attention_body::run(const Dst& dst, const N& n) {
 
   for (index_t j0 = 0; j0 < block_keys; j0 += Tk) {
     __syncthreads(); // the previous tile is read by every thread
-    for (index_t t = threadIdx.x; t < Tk * D; t += attention_block) {
-      const index_t jj = t / D, d = t % D;
-      ks[jj][d] = j0 + jj < block_keys ? static_cast<A>(kp[(j0 + jj) * kj + d * kd]) : A(0);
-    }
-    for (index_t t = threadIdx.x; t < Tk * Dv; t += attention_block) {
-      const index_t jj = t / Dv, e = t % Dv;
-      vs[jj][e] = j0 + jj < block_keys ? static_cast<A>(vp[(j0 + jj) * vj + e * ve]) : A(0);
-    }
+    load_attention_tile(ks, kp, kj, kd, j0, block_keys);
+    load_attention_tile(vs, vp, vj, ve, j0, block_keys);
     __syncthreads();
-    if (!active || j0 >= seen) continue; // (no return: every thread reaches the barriers)
-    A sc[Tk];
-    A mt = m;
-#pragma unroll
-    for (index_t jj = 0; jj < Tk; ++jj) {
-      A s = A(0);
-#pragma unroll
-      for (index_t d = 0; d < D; ++d) s += qr[d] * ks[jj][d];
-      // A masked key, or one scored -inf, weighs 0.
-      sc[jj] = j0 + jj < seen ? s : neg_inf;
-      mt = sc[jj] > mt ? sc[jj] : mt;
-    }
-    if (mt == neg_inf) continue; // nothing of finite score yet
-    const A r = m == neg_inf ? A(0) : attention_exp(m - mt);
-    l *= r;
-#pragma unroll
-    for (index_t e = 0; e < Dv; ++e) o[e] *= r;
-#pragma unroll
-    for (index_t jj = 0; jj < Tk; ++jj) {
-      const A p = sc[jj] == neg_inf ? A(0) : attention_exp(sc[jj] - mt);
-      l += p;
-#pragma unroll
-      for (index_t e = 0; e < Dv; ++e) o[e] += p * vs[jj][e];
-    }
-    m = mt;
+    if (active && j0 < seen) online_softmax_tile(qr, ks, vs, j0, seen, m, l, o); // (every thread reaches the barriers)
   }
   if (!active) return;
   using T = typename Dst::value_type;
@@ -148,21 +163,28 @@ __device__ void attention_body::run(const Dst& dst, const N& n) {
   }
 }
 
+// A block per (batch element, attention_block rows of the output) running Body where Fast, else a thread
+// per output element through the node's at().
+template <class Body, bool Fast, class Dst, class N>
+void launch_attention(const Dst& dst, const N& n, stream_ref s, const char* what) {
+  using S = typename N::shape_type;
+  if constexpr (S::size == 0) return;
+  else if constexpr (Fast) {
+    constexpr index_t rows = S::dims[S::rank - 2];
+    constexpr index_t blocks = (rows + attention_block - 1) / attention_block * (S::size / (rows * S::dims[S::rank - 1]));
+    static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention over more than 2^31 blocks");
+    launch<Body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, what);
+  } else {
+    constexpr launch_shape l = elementwise_launch(S::size, 1);
+    launch<indexed_body>(l.grid, l.block, s, dst, n, what);
+  }
+}
+
 template <class Dst, class N>
 void run_attention(const Dst& dst, const N& n, stream_ref s) {
-  using S = typename N::shape_type;
   if (n.lengths)
     throw error("tenfold::cuda: attention with key_lengths has no device kernel yet (its lengths are host memory): "
                 "use first_keys, or evaluate it on the CPU");
-  if constexpr (S::size == 0) return;
-  else if constexpr (fast_attention<N>()) {
-    constexpr index_t tiles = (N::Sq + attention_block - 1) / attention_block;
-    constexpr index_t blocks = tiles * (S::size / (N::Sq * N::Dv));
-    static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention over more than 2^31 blocks");
-    launch<attention_body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, "tenfold::cuda attention kernel");
-  } else {
-    constexpr launch_shape l = elementwise_launch(S::size, 1); // a thread per output, through at()
-    launch<indexed_body>(l.grid, l.block, s, dst, n, "tenfold::cuda attention kernel (wide heads: a thread per output)");
-  }
+  launch_attention<attention_body, fast_attention<N>()>(dst, n, s, "tenfold::cuda attention kernel");
 }
 } // namespace tenfold::cuda::detail

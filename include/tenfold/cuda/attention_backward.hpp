@@ -64,13 +64,7 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 
   const index_t tile = index_t(blockIdx.x) % tiles, batch = index_t(blockIdx.x) / tiles;
   index_t out[R];
-  {
-    index_t rest = batch;
-    for (int a = R - 3; a >= 0; --a) {
-      out[a] = rest % tenfold::detail::extent<S>(a);
-      rest /= tenfold::detail::extent<S>(a);
-    }
-  }
+  attention_batch_index<S>(batch, out);
   const index_t r = tile * attention_block + threadIdx.x;
   const bool active = r < rows;
   const index_t row = active ? r : rows - 1;
@@ -130,13 +124,12 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 
   for (index_t t0 = c0; t0 < c1; t0 += T) {
     __syncthreads();
-    for (index_t t = threadIdx.x; t < T * W; t += attention_block) {
-      const index_t c = t0 + t / W, d = t % W;
-      a_s[t / W][d] = c < c1 ? (by_query ? static_cast<A>(kp[c * kj + d * kd]) : static_cast<A>(qp[c * qi + d * qd])) : A(0);
-    }
-    for (index_t t = threadIdx.x; t < T * Wv; t += attention_block) {
-      const index_t c = t0 + t / Wv, e = t % Wv;
-      b_s[t / Wv][e] = c < c1 ? (by_query ? static_cast<A>(vp[c * vj + e * ve]) : static_cast<A>(gp[c * gi + e * ge])) : A(0);
+    if constexpr (by_query) {
+      load_attention_tile(a_s, kp, kj, kd, t0, c1);
+      load_attention_tile(b_s, vp, vj, ve, t0, c1);
+    } else {
+      load_attention_tile(a_s, qp, qi, qd, t0, c1);
+      load_attention_tile(b_s, gp, gi, ge, t0, c1);
     }
     if constexpr (!by_query) {
       for (index_t t = threadIdx.x; t < T * 2; t += attention_block) {
@@ -147,30 +140,7 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
     __syncthreads();
     if (!active) continue; // (no return: every thread reaches the barriers)
     if constexpr (P == stats) {
-      if (t0 >= seen) continue;
-      A sc[T];
-      A mt = m;
-#pragma unroll
-      for (index_t c = 0; c < T; ++c) {
-        A s = A(0);
-#pragma unroll
-        for (index_t d = 0; d < D; ++d) s += x[d] * a_s[c][d];
-        sc[c] = t0 + c < seen ? s : neg_inf;
-        mt = sc[c] > mt ? sc[c] : mt;
-      }
-      if (mt == neg_inf) continue;
-      const A rs = m == neg_inf ? A(0) : attention_exp(m - mt);
-      l *= rs;
-#pragma unroll
-      for (index_t e = 0; e < Dv; ++e) acc[e] *= rs;
-#pragma unroll
-      for (index_t c = 0; c < T; ++c) {
-        const A p = sc[c] == neg_inf ? A(0) : attention_exp(sc[c] - mt);
-        l += p;
-#pragma unroll
-        for (index_t e = 0; e < Dv; ++e) acc[e] += p * b_s[c][e];
-      }
-      m = mt;
+      if (t0 < seen) online_softmax_tile(x, a_s, b_s, t0, seen, m, l, acc);
     } else if constexpr (P == dq) {
       if (t0 >= seen) continue;
 #pragma unroll 1
@@ -234,16 +204,6 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 
 template <class Dst, class N>
 void run_attention_grad(const Dst& dst, const N& n, stream_ref s) {
-  using S = typename N::shape_type;
-  if constexpr (S::size == 0) return;
-  else if constexpr (fast_attention_grad<N>()) {
-    constexpr index_t rows = S::dims[N::rank - 2];
-    constexpr index_t blocks = (rows + attention_block - 1) / attention_block * (S::size / (rows * S::dims[N::rank - 1]));
-    static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention's backward over more than 2^31 blocks");
-    launch<attention_grad_body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, "tenfold::cuda attention backward kernel");
-  } else {
-    constexpr launch_shape l = elementwise_launch(S::size, 1);
-    launch<indexed_body>(l.grid, l.block, s, dst, n, "tenfold::cuda attention backward kernel (wide heads: a thread per output)");
-  }
+  launch_attention<attention_grad_body, fast_attention_grad<N>()>(dst, n, s, "tenfold::cuda attention backward kernel");
 }
 } // namespace tenfold::cuda::detail
