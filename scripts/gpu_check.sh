@@ -9,7 +9,8 @@ logs=${2:-${OUT:-/tmp/tenfold-gpu}}
 work=$(mktemp -d)
 mkdir -p "$logs"
 tests=(cuda_host_test cuda_ops_test cuda_rows_test cuda_rows_vector_test cuda_composites_test cuda_same_reductions_test
-       cuda_gemm_test cuda_model_test cuda_rng_test cuda_pool_test cuda_grad_test cuda_conv_test cuda_nccl_test)
+       cuda_gemm_test cuda_model_test cuda_rng_test cuda_pool_test cuda_grad_test cuda_conv_test cuda_attention_test
+       cuda_nccl_test)
 device_tests=("${tests[@]:1}")
 summary=()
 
@@ -28,7 +29,7 @@ for t in "${tests[@]}"; do
   summary+=("test $t: $r ($(tail -1 "$work/test_$t.log"))")
 done
 
-for b in tenfold_cuda_bench_rows tenfold_cuda_bench_gemm; do
+for b in tenfold_cuda_bench_rows tenfold_cuda_bench_gemm tenfold_cuda_bench_attention; do
   [ -x "$build/bench/cuda/$b" ] && timeout "${TEST_TIMEOUT:-300}" "$build/bench/cuda/$b" 2>&1 | tee "$work/bench_$b.log"
 done
 PYTHONUNBUFFERED=1 python3 bench/cuda/torch_compare.py 2>&1 | tee "$work/bench_torch.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch eager on the same shapes as bench_rows.cu and bench_gemm.cu, for the ratios in bench/RESULTS.md.
+"""PyTorch eager on the same shapes as bench_rows.cu, bench_gemm.cu and bench_attention.cu, for the ratios in bench/RESULTS.md.
 
 Run on the GPU machine next to the tenfold benchmarks:
     python3 bench/cuda/torch_compare.py
@@ -35,6 +35,19 @@ def main():
         sm = median_ms(lambda: torch.softmax(x, dim=-1))
         ln = median_ms(lambda: torch.nn.functional.layer_norm(x, (cols,), g, b))
         print(f"[{rows:6d} x {cols:6d}] chain {chain:.3f} ms | softmax {sm:.3f} ms | layer_norm {ln:.3f} ms")
+    # scaled_dot_product_attention, f32 (PyTorch picks its kernel: the memory-efficient one for f32),
+    # forward, and backward as the gradients of sum(out * r) w.r.t. q, k, v.
+    for b, h, s_, d, causal in [(12, 4, 64, 32, True), (8, 12, 128, 32, False), (4, 8, 512, 64, False), (4, 8, 512, 64, True),
+                                (2, 8, 2048, 64, True)]:
+        q, k, v, r = (torch.randn(b, h, s_, d, device=dev) for _ in range(4))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        fwd = median_ms(lambda: sdpa(q, k, v, is_causal=causal))
+        qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+        out = sdpa(qg, kg, vg, is_causal=causal)
+        bwd = median_ms(lambda: torch.autograd.grad(out, (qg, kg, vg), r, retain_graph=True), reps=20)
+        flops = 4.0 * b * h * s_ * s_ * d * (0.5 if causal else 1.0)
+        print(f"[B {b} H {h} S {s_:5d} D {d:3d}{' causal' if causal else '       '}] sdpa forward {fwd:.3f} ms "
+              f"({flops / fwd / 1e9:.2f} TFLOP/s) | backward {bwd:.3f} ms ({2.5 * flops / bwd / 1e9:.2f} TFLOP/s)")
     for n in (4096, 8192):
         a = torch.rand(n, n, device=dev, dtype=torch.bfloat16)
         bb = torch.rand(n, n, device=dev, dtype=torch.bfloat16)
