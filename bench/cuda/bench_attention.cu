@@ -34,11 +34,7 @@ void attention_case() {
 } // namespace
 
 int main() {
-  if (!cuda::device_available()) {
-    std::puts("skipped: no CUDA device");
-    return 0;
-  }
-  bench::print_device();
+  if (!bench::device_ready()) return 0;
   attention_case<12, 4, 64, 32, true>();    // examples/decoder's attention (batch 12, 4 heads, context 64)
   attention_case<8, 12, 128, 32, false>();  // MiniLM's (12 heads of 32), 8 sentences of 128 tokens
   attention_case<4, 8, 512, 64, false>();

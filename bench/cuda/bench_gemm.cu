@@ -78,11 +78,7 @@ void f32_case(cublasHandle_t h) {
 }
 
 int main() {
-  if (!cuda::device_available()) {
-    std::puts("skipped: no CUDA device");
-    return 0;
-  }
-  bench::print_device();
+  if (!bench::device_ready()) return 0;
   cublasHandle_t h;
   check(cublasCreate(&h), "cublasCreate");
   gemm_case<4096>(h);

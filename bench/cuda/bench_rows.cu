@@ -33,11 +33,7 @@ void rows_case() {
 } // namespace
 
 int main() {
-  if (!cuda::device_available()) {
-    std::puts("skipped: no CUDA device");
-    return 0;
-  }
-  bench::print_device();
+  if (!bench::device_ready()) return 0;
   rows_case<4096, 1024>();
   rows_case<8192, 4096>();
   rows_case<1024, 32768>();

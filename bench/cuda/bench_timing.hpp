@@ -31,4 +31,13 @@ inline void print_device() {
   TENFOLD_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
   std::printf("device: %s (sm_%d%d, %d SMs)\n", p.name, p.major, p.minor, p.multiProcessorCount);
 }
+// A benchmark's start: false (and a visible skip) where there is no device, else the device printed.
+inline bool device_ready() {
+  if (!cuda::device_available()) {
+    std::puts("skipped: no CUDA device");
+    return false;
+  }
+  print_device();
+  return true;
+}
 } // namespace tenfold::bench
