@@ -9,7 +9,7 @@ logs=${2:-${OUT:-/tmp/tenfold-gpu}}
 work=$(mktemp -d)
 mkdir -p "$logs"
 tests=(cuda_host_test cuda_ops_test cuda_rows_test cuda_rows_vector_test cuda_composites_test cuda_same_reductions_test
-       cuda_gemm_test cuda_model_test cuda_rng_test cuda_pool_test cuda_grad_test cuda_conv_test cuda_attention_test
+       cuda_gemm_test cuda_model_test cuda_rng_test cuda_pool_test cuda_grad_test cuda_conv_test cuda_attention_test cuda_decoder_test
        cuda_nccl_test)
 device_tests=("${tests[@]:1}")
 summary=()

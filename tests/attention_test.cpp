@@ -374,4 +374,8 @@ TEST_CASE("attention: key_lengths(lens) reads each batch element's first lens[b]
   const auto later = attention(q, k, v, key_lengths(lens));
   lens(0) = -1; // changed after the expression was built: the evaluation checks again
   CHECK_THROWS_WITH(y = later, Catch::Contains("key_lengths[0] is -1"));
+  // lengths marked as device memory (what cuda::key_lengths makes) are never read on the host
+  lens(0) = 2;
+  const key_lengths_t<B> on_device{lens.data(), true};
+  CHECK_THROWS_WITH(y = attention(q, k, v, on_device), Catch::Contains("key_lengths in device memory"));
 }

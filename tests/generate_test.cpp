@@ -1,7 +1,8 @@
 // Issue 16's generation (examples/decoder/generator.hpp): decoding with the KV cache gives the tokens, and
 // within float rounding the logits, of recomputing the whole window at every token, across the window's
 // moves when the text outgrows the cache; a decode step (and a prefill) allocates nothing (operator new
-// counted: counting_new.hpp); bad tokens are errors.
+// counted: counting_new.hpp); bad tokens are errors; the step with its position read from memory (what
+// the CUDA graph of a decode step runs, position_step.hpp) gives the step's logits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <tenfold/sampling.hpp>
 
 #include "../examples/decoder/generator.hpp"
+#include "../examples/decoder/position_step.hpp"
 #include "counting_new.hpp"
 
 using namespace tenfold;
@@ -79,6 +81,60 @@ TEST_CASE("generation: cached decoding gives the tokens of recomputing the whole
   CHECK(worst < 1e-4 * largest);
   CHECK(steps == 90);
   CHECK(std::set<std::int32_t>(a.begin() + 10, a.end()).size() > 5); // not one token repeated
+}
+
+namespace {
+// position_step.hpp's state on the host: what gpt::device_decoder holds on the device.
+struct host_position_state {
+  static constexpr index_t T = gpt::context;
+  Tensor<float, shape<1, gpt::heads, T, gpt::head_dim>> k[gpt::layers], v[gpt::layers];
+  rope_tables<float, T, gpt::head_dim> rope;
+  const Tensor<float, shape<T, gpt::head_dim>>&cos = rope.cos, &sin = rope.sin;
+  Tensor<std::int32_t, shape<1>> id, at, keys;
+  Tensor<float, shape<1, gpt::width>> x1, x21, y1;
+  Tensor<float, shape<1, 3 * gpt::width>> qkv1;
+  Tensor<float, shape<1, gpt::hidden>> a1;
+  Tensor<float, shape<1, V>> logits1;
+  template <class U, class Sh>
+  static const Tensor<U, Sh>& in(const Tensor<U, Sh>& t) {
+    return t;
+  }
+  static auto lengths(const Tensor<std::int32_t, shape<1>>& t) { return key_lengths(t); }
+  template <class D, class E>
+  void set(D& dst, E&& e) {
+    dst = std::forward<E>(e);
+  }
+};
+} // namespace
+
+// What the CUDA graph of a decode step runs (examples/decoder/device_decoder.hpp), on the CPU: the same
+// logits as generator::step at every position after a prefill, with the position read from memory.
+TEST_CASE("generation: the step with its position read from memory gives generator::step's logits", "[generate]") {
+  const auto p = structured_weights();
+  auto g = std::make_unique<gpt::generator<V>>();
+  auto s = std::make_unique<host_position_state>();
+  const std::vector<std::int32_t> prompt = {84, 104, 101, 32, 109, 101};
+  g->prefill(*p, prompt);
+  for (index_t l = 0; l < gpt::layers; ++l) s->k[l] = g->k[l], s->v[l] = g->v[l];
+  std::int32_t token = 97;
+  double worst = 0, largest = 0;
+  for (index_t at = index_t(prompt.size()); at < gpt::context; ++at) {
+    const auto want = g->step(*p, token);
+    s->id(0) = token, s->at(0) = std::int32_t(at), s->keys(0) = std::int32_t(at + 1);
+    gpt::position_step(*s, *p);
+    for (index_t i = 0; i < V; ++i)
+      worst = std::max(worst, double(std::fabs(s->logits1(0, i) - want[std::size_t(i)]))), largest = std::max(largest, double(std::fabs(want[std::size_t(i)])));
+    token = std::int32_t(std::max_element(want.begin(), want.end()) - want.begin());
+  }
+  // the caches hold the same keys and values
+  for (index_t l = 0; l < gpt::layers; ++l)
+    for (index_t i = 0; i < s->k[l].size(); ++i) {
+      worst = std::max(worst, double(std::fabs(s->k[l].data()[i] - g->k[l].data()[i])));
+      worst = std::max(worst, double(std::fabs(s->v[l].data()[i] - g->v[l].data()[i])));
+    }
+  INFO("largest logit " << largest << ", worst difference " << worst);
+  CHECK(largest > 1.0);
+  CHECK(worst < 1e-5 * largest);
 }
 
 TEST_CASE("generation: a decode step and a prefill allocate nothing", "[generate][alloc]") {

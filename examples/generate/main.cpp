@@ -4,8 +4,10 @@
 // seed gives the same text) and printed as it comes.
 //
 //   generate [--checkpoint FILE] [--prompt TEXT] [--tokens N] [--seed N] [--temperature T] [--top-k K]
-//            [--top-p P] [--threads N]
+//            [--top-p P] [--threads N] [--device cpu|cuda]
 //
+// --device cuda (where the build has CUDA): each decode step is one replay of a CUDA graph captured once
+// (examples/decoder/device_decoder.hpp); the prompt's and the moved window's prefills run on the CPU.
 // The checkpoint (default decoder_out/checkpoint.safetensors) holds the weights by name and the
 // vocabulary (its bytes in id order, as hex) as metadata. The last line reads "N tokens in S s
 // (X tokens/s)": the decode steps alone, the prefill is timed on the line before.
@@ -21,6 +23,9 @@
 #include <tenfold/sampling.hpp>
 
 #include "../decoder/generator.hpp"
+#ifdef GENERATE_CUDA
+#include "device.hpp"
+#endif
 
 namespace {
 using namespace tenfold;
@@ -35,12 +40,13 @@ struct options {
   std::uint64_t seed = 1;
   sampling s{.temperature = 0.8f, .top_k = 0, .top_p = 0.95f};
   int threads = 0; // 0: the library's default (TENFOLD_NUM_THREADS, else every core)
+  bool cuda = false;
 };
 
 [[noreturn]] void usage(const std::string& what) {
   std::fprintf(stderr,
                "generate: %s\nusage: generate [--checkpoint FILE] [--prompt TEXT] [--tokens N] [--seed N] [--temperature T] "
-               "[--top-k K] [--top-p P] [--threads N]\n",
+               "[--top-k K] [--top-p P] [--threads N] [--device cpu|cuda]\n",
                what.c_str());
   std::exit(2);
 }
@@ -73,6 +79,11 @@ options parse(int argc, char** argv) {
     else if (a == "--top-k") o.s.top_k = int(integer(value()));
     else if (a == "--top-p") o.s.top_p = real(value());
     else if (a == "--threads") o.threads = int(integer(value()));
+    else if (a == "--device") {
+      const std::string d = value();
+      if (d != "cpu" && d != "cuda") usage("--device is cpu or cuda, not " + d);
+      o.cuda = d == "cuda";
+    }
     else usage("unknown option " + a);
   }
   if (o.prompt.empty()) usage("the prompt is empty");
@@ -122,12 +133,36 @@ int main(int argc, char** argv) try {
     text.push_back(id_of[c]);
   }
   auto g = std::make_unique<gpt::generator<vocab>>();
+#ifdef GENERATE_CUDA
+  static_assert(gpt::generate_vocab == vocab);
+  gpt::device_stepper_ptr device = o.cuda ? gpt::make_device_stepper(*p) : nullptr;
+#else
+  if (o.cuda) throw error("--device cuda: this build has no CUDA (configure with -DTENFOLD_CUDA=ON)");
+#endif
+  // The logits after the text: on the device a decode step where its cache holds the window up to the
+  // text's last token, else (and on the CPU) the generator's next() (a step, or a prefill of the window).
+  std::size_t window = gpt::generator<vocab>::window_begin(text.size());
+  auto next_logits = [&]() -> std::span<const float> {
+    const std::size_t w = gpt::generator<vocab>::window_begin(text.size());
+#ifdef GENERATE_CUDA
+    if (device) {
+      if (w == window && std::size_t(gpt::cached_length(*device)) + 1 == text.size() - w)
+        return gpt::device_step(*device, text.back());
+      const auto l = g->next(*p, text); // the window's prefill
+      gpt::load_cache(*device, *g);
+      window = w;
+      return l;
+    }
+#endif
+    window = w;
+    return g->next(*p, text);
+  };
   sampler draw(vocab);
   rng r(o.seed);
 
   std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
   const auto t0 = clock_type::now();
-  auto logits = g->next(*p, text); // the prompt's window, in one pass
+  auto logits = next_logits(); // the prompt's window, in one pass
   const double prefill_s = seconds(t0, clock_type::now());
   const std::size_t prompt_window = text.size() - gpt::generator<vocab>::window_begin(text.size());
   // Each token: drawn from the logits at hand, printed, then one decode step for the logits after it
@@ -138,7 +173,7 @@ int main(int argc, char** argv) try {
     text.push_back(next);
     std::fputc(bytes[std::size_t(next)], stdout);
     std::fflush(stdout);
-    logits = g->next(*p, text);
+    logits = next_logits();
   }
   const double decode_s = seconds(t1, clock_type::now());
   std::printf("\nprefill: %zu tokens in %.2f ms\n", prompt_window, 1e3 * prefill_s);

@@ -1,6 +1,6 @@
 #pragma once
 // tenfold/cuda.hpp: the CUDA evaluator, for the very same expression types as the CPU one. Including it
-// adds tenfold::cuda (device tensors, streams, pinned buffers, the arena, cuda::eval); it changes the
+// adds tenfold::cuda (device tensors, streams, pinned buffers, the arena, cuda::eval, graphs); it changes the
 // meaning of nothing else. Compile with nvcc, -std=c++20 and --expt-relaxed-constexpr (the expression
 // nodes call constexpr standard-library functions, std::get and std::array, from device code).
 //
@@ -27,5 +27,6 @@
 
 #include "tenfold/cuda/error.hpp"
 #include "tenfold/cuda/evaluator.hpp"
+#include "tenfold/cuda/graph.hpp"
 #include "tenfold/cuda/memory.hpp"
 #include "tenfold/cuda/tensor.hpp"

@@ -3,7 +3,8 @@
 // causal mask (bottom-right aligned, Sq < Sk and Sq > Sk), first_keys, broadcast batch axes, a value
 // width other than the head's, a strided (permuted) operand, rank 2, a query tile boundary (Sq > 128),
 // an epilogue (the attention materialised, then read), and a head too wide for the register kernel (a
-// thread per output). key_lengths on the device is a clear error.
+// thread per output). key_lengths with the lengths in device memory against the CPU's; host lengths on the
+// device are a clear error.
 #include "cuda_test_support.hpp"
 
 #include <tenfold/autodiff/backward.hpp>
@@ -67,16 +68,23 @@ TEST_CASE("attention on the device matches the CPU", "[attention]") {
   }
 }
 
-TEST_CASE("attention with key_lengths on the device is a clear error", "[attention]") {
+TEST_CASE("attention with key_lengths on the device: lengths in device memory match the CPU, host ones are an error",
+          "[attention]") {
   TENFOLD_REQUIRE_DEVICE();
-  const auto q = test::random_tensor<float, shape<2, 4, 8>>(-1, 1, 30);
+  const auto q = test::random_tensor<float, shape<3, 2, 5, 8>>(-1, 1, 30);
+  const auto k = test::random_tensor<float, shape<3, 2, 40, 8>>(-1, 1, 31);
+  const auto v = test::random_tensor<float, shape<3, 2, 40, 8>>(-1, 1, 32);
+  Tensor<std::int32_t, shape<3>> lens;
+  lens(0) = 1, lens(1) = 33, lens(2) = 40; // one key, a tile and a tail, every key
+  const Tensor<float, shape<3, 2, 5, 8>> cpu = attention(q, k, v, key_lengths(lens));
   const auto dq = cuda::to_device(q);
-  Tensor<std::int32_t, shape<2>> lens;
-  lens(0) = 3;
-  lens(1) = 4;
-  cuda::Tensor<float, shape<2, 4, 8>> out;
-  CHECK_THROWS_WITH(out = attention(dq.expr(), dq.expr(), dq.expr(), key_lengths(lens)),
-                    Catch::Contains("key_lengths has no device kernel"));
+  const auto dk = cuda::to_device(k);
+  const auto dv = cuda::to_device(v);
+  const auto dlens = cuda::to_device(lens);
+  cuda::Tensor<float, shape<3, 2, 5, 8>> out;
+  out = attention(dq.expr(), dk.expr(), dv.expr(), cuda::key_lengths(dlens));
+  check_close(cpu, cuda::to_host(out), att_tol, "key_lengths", att_scale);
+  CHECK_THROWS_WITH(out = attention(dq.expr(), dk.expr(), dv.expr(), key_lengths(lens)), Catch::Contains("key_lengths in host memory"));
 }
 
 // The gradients of q, k and v through value_and_grad with device tensors: the backward kernels

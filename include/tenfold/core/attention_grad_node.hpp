@@ -51,6 +51,7 @@ struct attention_grad_node : node_tag {
   TENFOLD_HD static constexpr index_t visible(index_t i, index_t = Sk) { return forward::visible(i, Sk); }
   TENFOLD_HD constexpr index_t keys_of(index_t) const { return Sk; }
   static constexpr const std::int32_t* lengths = nullptr;
+  static constexpr bool lengths_on_device = false;
   static constexpr index_t keys = Sk;
 
   template <class... X>

@@ -15,6 +15,9 @@
 // then behaves as if Sk were n, the causal alignment included (query i sees keys j <= i + (n - Sq)).
 // key_lengths(lens) does the same per element of the output's first axis: element b reads its first
 // lens[b] keys (sentences of different lengths padded to one static length: the padding is never read).
+// The lengths are read when the expression runs, from host memory (a Tensor: the CPU evaluator) or from
+// device memory (a cuda::Tensor, cuda::key_lengths: the CUDA evaluator; a decode step captured once in
+// a CUDA graph reads its growing length there). Each evaluator refuses the other's.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -40,6 +43,7 @@ constexpr first_keys_t first_keys(index_t n) { return {n}; }
 template <index_t B>
 struct key_lengths_t {
   const std::int32_t* lengths;
+  bool on_device = false; // device memory (cuda::key_lengths): never read on the host
 };
 } // namespace tenfold
 
@@ -91,6 +95,7 @@ struct attention_node : node_tag {
   double scale = 0;
   index_t keys = Sk;                     // the keys read: the first `keys` of k and v (first_keys)
   const std::int32_t* lengths = nullptr; // or per element b of the output's first axis (key_lengths)
+  bool lengths_on_device = false;        // those lengths in device memory (cuda::key_lengths)
 
   // The keys batch element b reads (b: the output's first index). Clamped to [0, keys], so a length
   // changed after it was checked can never read past k and v (the CPU evaluator checks it again).
@@ -119,7 +124,7 @@ struct attention_node : node_tag {
 
   template <class... C>
   constexpr auto with_children(detail::tuple<C...>&& ops) const {
-    return attention_node<C..., Causal>{{}, std::move(ops), scale, keys, lengths};
+    return attention_node<C..., Causal>{{}, std::move(ops), scale, keys, lengths, lengths_on_device};
   }
 
   TENFOLD_HD compute_t<value_type> at(const index_t* out) const {

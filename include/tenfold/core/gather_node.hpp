@@ -80,6 +80,13 @@ struct take_node : node_tag {
       in[Axis] = static_cast<index_t>(detail::get<1>(args).at(idx + Axis));
       for (int a = Axis + 1; a < source_shape::rank; ++a) in[a] = idx[a + r - 1];
     }
+#ifdef __CUDA_ARCH__
+    // The host checks indices it can read (check_indices); device indices (a token id written by an
+    // earlier kernel, a CUDA graph's input) cannot be checked there: one out of range reads the
+    // nearest row, never past the source.
+    constexpr index_t extent = source_shape::dims[Axis];
+    in[Axis] = in[Axis] < 0 ? 0 : in[Axis] >= extent ? extent - 1 : in[Axis];
+#endif
     return detail::get<0>(args).at(in);
   }
 

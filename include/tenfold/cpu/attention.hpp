@@ -184,6 +184,8 @@ void attention_blocks(const N& n, Finish&& finish) {
   const T scale = static_cast<T>(n.scale);
   // key_lengths were checked when the node was built; checked again here, as the tensor may have
   // changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
+  if (n.lengths && n.lengths_on_device)
+    throw error("tenfold::attention: key_lengths in device memory (cuda::key_lengths) on the CPU: evaluate it with the CUDA evaluator");
   if (n.lengths) detail::check_key_lengths(n.lengths, S::dims[0], n.keys);
   const std::uint64_t call = ++attention_calls;
   const auto& tiles = attention_tiles<T>;

@@ -7,10 +7,23 @@
 // the node's (core/attention_node.hpp): causal (bottom-right aligned), first_keys; a query that sees no
 // key gives 0. Operands are strided leaves (the planner materialises anything else), read through their
 // strides. Heads wider than fast_head_limit (registers) take the indexed elementwise kernel, a thread
-// per output through the node's at(). key_lengths' lengths are host memory: not on the device yet (a
-// tenfold::error says so).
+// per output through the node's at(). key_lengths reads its lengths from device memory
+// (cuda::key_lengths; host lengths are a tenfold::error), each clamped to [0, keys] by keys_of.
 #include "tenfold/core/attention_node.hpp"
 #include "tenfold/cuda/elementwise.hpp"
+#include "tenfold/cuda/tensor.hpp"
+
+namespace tenfold::cuda {
+// attention(q, k, v, cuda::key_lengths(lens)) on the device: batch element b reads its first lens[b] keys,
+// lens a device tensor read when the kernel runs (so a CUDA graph captured once reads each replay's
+// lengths; a length outside [0, keys] reads as the nearest end of that range).
+template <index_t B>
+key_lengths_t<B> key_lengths(const Tensor<std::int32_t, shape<B>>& lens) {
+  return {lens.data(), true};
+}
+template <index_t B>
+key_lengths_t<B> key_lengths(Tensor<std::int32_t, shape<B>>&&) = delete; // the expression would outlive it
+} // namespace tenfold::cuda
 
 namespace tenfold::cuda::detail {
 
@@ -118,7 +131,7 @@ __device__ void attention_body::run(const Dst& dst, const N& n) {
   const bool active = i < Sq;
   out[R - 2] = active ? i : Sq - 1;
   out[R - 1] = 0;
-  // (rank 2: no batch axis, and key_lengths is not taken here, so keys_of ignores its argument)
+  // (rank 2: no batch axis, and key_lengths needs one, so keys_of ignores its argument)
   const index_t nk = n.keys_of(R > 2 ? out[0] : 0);
   const index_t seen = active ? N::visible(i, nk) : 0;
   // Keys the block walks: those its last query sees (causal: the most; else all nk).
@@ -182,9 +195,9 @@ void launch_attention(const Dst& dst, const N& n, stream_ref s, const char* what
 
 template <class Dst, class N>
 void run_attention(const Dst& dst, const N& n, stream_ref s) {
-  if (n.lengths)
-    throw error("tenfold::cuda: attention with key_lengths has no device kernel yet (its lengths are host memory): "
-                "use first_keys, or evaluate it on the CPU");
+  if (n.lengths && !n.lengths_on_device)
+    throw error("tenfold::cuda: attention with key_lengths in host memory: give the device its lengths as a cuda::Tensor "
+                "(cuda::key_lengths), or evaluate it on the CPU");
   launch_attention<attention_body, fast_attention<N>()>(dst, n, s, "tenfold::cuda attention kernel");
 }
 } // namespace tenfold::cuda::detail

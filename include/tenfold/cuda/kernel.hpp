@@ -18,6 +18,7 @@
 #include "tenfold/core/attention_grad_node.hpp"
 #include "tenfold/core/attention_node.hpp"
 #include "tenfold/core/conv_node.hpp"
+#include "tenfold/core/gather_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/core/views_compose.hpp"
@@ -67,6 +68,9 @@ template <class CQ, class CK, class CV, bool Causal>
 struct attention_key {};
 template <tenfold::detail::attention_part Part, bool Causal, class... C>
 struct attention_grad_key {};
+// ...and of take / take_along_axis, whose axis and kind are values next to their operand types.
+template <int Axis, bool Along, class... C>
+struct take_key {};
 
 // key_of(N*): std::type_identity of N's encoded form. A function with a deduced return type, not a
 // trait's member typedef: nvcc's stub spells a type by the path it was reached through, and a path
@@ -95,6 +99,8 @@ template <class CQ, class CK, class CV, bool C>
 auto key_of(tenfold::detail::attention_node<CQ, CK, CV, C>*);
 template <tenfold::detail::attention_part P, bool Causal, class... C>
 auto key_of(tenfold::detail::attention_grad_node<P, Causal, C...>*);
+template <int Axis, bool Along, class S, class I>
+auto key_of(tenfold::detail::take_node<Axis, Along, S, I>*);
 
 template <class T>
 using key_t = typename decltype(key_of(static_cast<T*>(nullptr)))::type;
@@ -150,6 +156,10 @@ template <tenfold::detail::attention_part P, bool Causal, class... C>
 auto key_of(tenfold::detail::attention_grad_node<P, Causal, C...>*) {
   return std::type_identity<attention_grad_key<P, Causal, key_t<C>...>>{};
 }
+template <int Axis, bool Along, class S, class I>
+auto key_of(tenfold::detail::take_node<Axis, Along, S, I>*) {
+  return std::type_identity<take_key<Axis, Along, key_t<S>, key_t<I>>>{};
+}
 template <index_t... V>
 constexpr conv_geometry geometry_of(value_pack<index_t, V...>) {
   constexpr index_t v[] = {V...};
@@ -204,6 +214,10 @@ struct decode<attention_key<CQ, CK, CV, C>> {
 template <tenfold::detail::attention_part P, bool Causal, class... C>
 struct decode<attention_grad_key<P, Causal, C...>> {
   using type = tenfold::detail::attention_grad_node<P, Causal, typename decode<C>::type...>;
+};
+template <int Axis, bool Along, class... C>
+struct decode<take_key<Axis, Along, C...>> {
+  using type = tenfold::detail::take_node<Axis, Along, typename decode<C>::type...>;
 };
 template <class T>
 using decode_t = typename decode<T>::type;

@@ -31,7 +31,7 @@ constexpr void check_key_lengths_batch() {
 }
 template <bool Causal, class Q, class K, class V>
 auto make_attention(Q&& q, K&& k, V&& v, const double* scale, const first_keys_t* keys = nullptr,
-                    const std::int32_t* lengths = nullptr) {
+                    const std::int32_t* lengths = nullptr, bool lengths_on_device = false) {
   using NQ = node_t<Q>;
   using NK = node_t<K>;
   using NV = node_t<V>;
@@ -42,8 +42,9 @@ auto make_attention(Q&& q, K&& k, V&& v, const double* scale, const first_keys_t
     using N = attention_node<NQ, NK, NV, Causal>;
     if (keys && (keys->n < 0 || keys->n > N::Sk))
       throw error("tenfold::attention: first_keys(" + std::to_string(keys->n) + "), but k and v hold " + std::to_string(N::Sk) + " keys");
-    N n{{}, {as_node(std::forward<Q>(q)), as_node(std::forward<K>(k)), as_node(std::forward<V>(v))}, s, keys ? keys->n : N::Sk, lengths};
-    if (lengths) check_key_lengths(lengths, N::shape_type::dims[0], N::Sk);
+    N n{{}, {as_node(std::forward<Q>(q)), as_node(std::forward<K>(k)), as_node(std::forward<V>(v))}, s, keys ? keys->n : N::Sk, lengths,
+        lengths_on_device};
+    if (lengths && !lengths_on_device) check_key_lengths(lengths, N::shape_type::dims[0], N::Sk);
     return n;
   }
 }
@@ -77,7 +78,8 @@ auto attention(Q&& q, K&& k, V&& v, causal_t, first_keys_t n) {
 
 // Batch element b (the output's first index) over the first lens[b] keys of its k and v only: sentences
 // padded to one length, the padding never read. lens [B], B the output's first extent; each length in
-// [0, Sk], else a tenfold::error (checked here and again when the expression is evaluated). Not with
+// [0, Sk], else a tenfold::error (checked here and again when the expression is evaluated; lengths in
+// device memory, cuda::key_lengths, only where it runs: each clamped to [0, Sk]). Not with
 // causal: a causal mask over padded rows would want top-left alignment, first_keys' is bottom-right.
 template <index_t B>
 key_lengths_t<B> key_lengths(const Tensor<std::int32_t, shape<B>>& lens) {
@@ -88,6 +90,7 @@ key_lengths_t<B> key_lengths(Tensor<std::int32_t, shape<B>>&&) = delete; // the 
 template <expression Q, expression K, expression V, index_t B>
 auto attention(Q&& q, K&& k, V&& v, key_lengths_t<B> lens) {
   detail::check_key_lengths_batch<B, Q, K, V>();
-  return detail::make_attention<false>(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), nullptr, nullptr, lens.lengths);
+  return detail::make_attention<false>(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), nullptr, nullptr, lens.lengths,
+                                       lens.on_device);
 }
 } // namespace tenfold
