@@ -4,7 +4,8 @@
 //
 // Cases (f32, row-major, C = A B): square n = 4..2048; tall-skinny M = 1..16 with K = N = 4096 (the
 // inference case: a few tokens through a weight matrix); the same through a weight stored [N, K], plain
-// and prepacked (M = 16 and 64, "_wT" and "_wT-prepacked"). Names are gemm/<impl>/<case>; each reports
+// and prepacked (M = 16 and 64, "_wT" and "_wT-prepacked"); the products of examples/decoder's training
+// step (M, K, N of 128 to 768). Names are gemm/<impl>/<case>; each reports
 // "flops" (2 M N K per iteration, as a rate: FLOP/s).
 //
 // Threads: tenfold's pool reads TENFOLD_NUM_THREADS once per process, so bench/run_gemm.sh runs this
@@ -251,6 +252,13 @@ int main(int argc, char** argv) {
   add_skinny<1, 2, 4, 8, 16>(single);
   add_layers<256, 1024>(single);
   add_weights<16, 64>(single);
+  // a transformer's training products at examples/decoder's sizes (12 x 64 tokens, width 128): forward
+  // x w (qkv, proj, up, down), and the backward's weight gradient xᵀ g (K = the 768 tokens)
+  add_case<768, 128, 384>("m768_k128_n384", single);
+  add_case<768, 128, 512>("m768_k128_n512", single);
+  add_case<768, 512, 128>("m768_k512_n128", single);
+  add_case<128, 768, 384>("m128_k768_n384", single);
+  add_case<512, 768, 128>("m512_k768_n128", single);
   benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
