@@ -19,6 +19,7 @@
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/gemm_kernels.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
+#include "tenfold/ops/table_unary.hpp"
 
 namespace tenfold::cpu {
 
@@ -133,7 +134,7 @@ T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
   B sum(T(0));
   const B sh(shift);
   for (index_t j = 0; j < nv; j += W) {
-    const B p = xsimd::exp(B::load_unaligned(s + j) - sh);
+    const B p = ops::exp::simd(B::load_unaligned(s + j) - sh); // the op table's exp (ops/simd_exp.hpp)
     sum += p;
     p.store_unaligned(s + j);
   }

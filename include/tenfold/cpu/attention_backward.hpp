@@ -44,23 +44,36 @@ class attention_grad_workspace {
 
 // A row of scores s[0, n) into P = exp(s - lse) (or, with Ds, dS = P (dp - δ)), 0 below lo. Along a row
 // of the forward's orientation lse and δ are the row's (lse[0], delta[0]); along a transposed row
-// (PerColumn) each element has its own, lse[i] and delta[i].
+// (PerColumn) each element has its own, lse[i] and delta[i]. exp is the op table's (ops/simd_exp.hpp on
+// AVX2 and AVX-512); a ragged end is one more vector through a buffer (its lanes past n padded), not a
+// scalar loop of libm's expf (causal rows end anywhere: a tenth of the decoder's probabilities).
 template <class T, bool Ds, bool PerColumn>
 void probability_row(T* s, const T* dp, index_t lo, index_t n, const T* lse, const T* delta) {
   using B = batch<T>;
   constexpr index_t W = lanes<T>;
+  const auto p_of = [](const B& sv, const B& shift, const B& dpv, const B& dv) {
+    B p = ops::exp::simd(sv - shift);
+    if constexpr (Ds) p *= dpv - dv;
+    return p;
+  };
   index_t i = 0;
   for (; i < lo; ++i) s[i] = T(0);
   for (; i + W <= n; i += W) {
     const B shift = PerColumn ? B::load_unaligned(lse + i) : B(lse[0]);
-    B p = xsimd::exp(B::load_unaligned(s + i) - shift);
-    if constexpr (Ds) p *= B::load_unaligned(dp + i) - (PerColumn ? B::load_unaligned(delta + i) : B(delta[0]));
-    p.store_unaligned(s + i);
+    const B d = Ds ? (PerColumn ? B::load_unaligned(delta + i) : B(delta[0])) : B(T(0));
+    p_of(B::load_unaligned(s + i), shift, Ds ? B::load_unaligned(dp + i) : B(T(0)), d).store_unaligned(s + i);
   }
-  for (; i < n; ++i) {
-    T p = std::exp(s[i] - (PerColumn ? lse[i] : lse[0]));
-    if constexpr (Ds) p *= dp[i] - (PerColumn ? delta[i] : delta[0]);
-    s[i] = p;
+  if (i < n) {
+    alignas(default_alignment) T sb[W], lb[W], pb[W], db[W];
+    const index_t r = n - i;
+    for (index_t q = 0; q < W; ++q) {
+      lb[q] = PerColumn ? (q < r ? lse[i + q] : T(0)) : lse[0];
+      sb[q] = q < r ? s[i + q] : lb[q]; // a padded lane: exp(0)
+      pb[q] = Ds && q < r ? dp[i + q] : T(0);
+      db[q] = Ds ? (PerColumn ? (q < r ? delta[i + q] : T(0)) : delta[0]) : T(0);
+    }
+    p_of(B::load_aligned(sb), B::load_aligned(lb), B::load_aligned(pb), B::load_aligned(db)).store_aligned(sb);
+    for (index_t q = 0; q < r; ++q) s[i + q] = sb[q];
   }
 }
 
