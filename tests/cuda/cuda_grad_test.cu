@@ -1,6 +1,7 @@
 // The backward pass on the device: every elementwise derivative of the op table (its vjp, as
 // grad_ops_test checks it on the CPU against finite differences) and value_and_grad of whole losses
-// with cuda::Tensor parameters, each against the CPU evaluator on the same inputs. The CPU's gradients
+// with cuda::Tensor parameters (an embedding's scatter-add among them), each against the CPU evaluator on
+// the same inputs. The CPU's gradients
 // are checked against long-double references by the CPU tests; here the device must agree with them
 // within a few float roundings of the device's libm and of another summation order.
 #include "cuda_test_support.hpp"
@@ -163,6 +164,29 @@ TEST_CASE("value_and_grad with device parameters: cross-entropy's gradient on lo
   loss = dev_l, oz = dev_gz;
   check_grad(Tensor<float>(l), loss, "loss");
   check_grad(Tensor<float, Z>(gz), oz, "d logits");
+}
+
+// An embedding table's gradient: take's adjoint, a scatter-add of g's rows into the rows the ids name
+// (ids repeat, so rows accumulate; rows no id names get 0).
+TEST_CASE("value_and_grad with device parameters: an embedding table's gradient (scatter-add) matches the CPU", "[grad]") {
+  TENFOLD_REQUIRE_DEVICE();
+  using E = shape<23, 40>;
+  const auto table = test::random_tensor<float, E>(-1, 1, 41);
+  const auto r = test::random_tensor<float, shape<6, 9, 40>>(-1, 1, 42);
+  Tensor<std::int32_t, shape<6, 9>> ids;
+  for (index_t i = 0; i < 54; ++i) ids.data()[i] = std::int32_t((i * i + 3 * i) % 23);
+  auto [l, gt] = value_and_grad([&](const auto& t_) { return sum(embedding(t_, ids) * r); }, table);
+  const auto dt = cuda::to_device(table);
+  const auto dr = cuda::to_device(r);
+  const auto di = cuda::to_device(ids);
+  const auto dre = dr.expr();
+  const auto die = di.expr();
+  auto [dev_l, dev_gt] = value_and_grad([&](const auto& t_) { return sum(embedding(t_, die) * dre); }, dt);
+  cuda::Tensor<float> loss;
+  cuda::Tensor<float, E> ot;
+  loss = dev_l, ot = dev_gt;
+  check_grad(Tensor<float>(l), loss, "loss");
+  check_grad(Tensor<float, E>(gt), ot, "d table");
 }
 
 // (softmax's own gradient is left out: cross-entropy's above has its row structure, and in this loss it

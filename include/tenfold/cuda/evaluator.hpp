@@ -10,6 +10,7 @@
 //   - attention and its backward pass          -> a block per tile of rows, the other side through shared memory
 //                                                 (cuda/attention.hpp, cuda/attention_backward.hpp)
 //   - a scan                                   -> a thread per scanned line
+//   - take's adjoint (scatter-add)             -> a thread per output, over every index
 //   - reductions with no row to share          -> a thread per element, its reductions once each
 //   - anything else                            -> the elementwise kernels (cuda/elementwise.hpp)
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
@@ -82,10 +83,14 @@ void run(const Dst& dst, const N& n, stream_ref s) {
   static_assert(device_tree<N>(), "tenfold::cuda: an operand refers to host memory; copy it to the device first "
                                   "(cuda::to_device) and use the device tensor's expr()");
   using S = typename N::shape_type;
-  if constexpr (tenfold::detail::is_scatter_add_node_v<N>)
-    static_assert(sizeof(N) == 0, "tenfold::cuda: the gradient of take/embedding (a scatter-add) has no CUDA kernel "
-                                  "yet: evaluate it on the CPU");
-  else if constexpr (S::size == 0) return;
+  if constexpr (S::size == 0) return;
+  // take's adjoint (an embedding's gradient): a thread per output element, summing g over the
+  // positions whose index names it (the node's at(): every index read, in the CPU pass's order, no
+  // atomics; an index out of range names no element)
+  else if constexpr (tenfold::detail::is_scatter_add_node_v<N>) {
+    constexpr launch_shape l = elementwise_launch(S::size, 1);
+    launch<indexed_body>(l.grid, l.block, s, dst, n, "tenfold::cuda scatter-add kernel");
+  }
   else if constexpr (tenfold::detail::is_attention_node_v<N>) run_attention(dst, n, s);
   else if constexpr (tenfold::detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n, s);
   else if constexpr (plan::gemm_root_v<N>) {

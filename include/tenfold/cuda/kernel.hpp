@@ -19,6 +19,7 @@
 #include "tenfold/core/attention_node.hpp"
 #include "tenfold/core/conv_node.hpp"
 #include "tenfold/core/gather_node.hpp"
+#include "tenfold/core/scatter_node.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/view.hpp"
 #include "tenfold/core/views_compose.hpp"
@@ -68,9 +69,11 @@ template <class CQ, class CK, class CV, bool Causal>
 struct attention_key {};
 template <tenfold::detail::attention_part Part, bool Causal, class... C>
 struct attention_grad_key {};
-// ...and of take / take_along_axis, whose axis and kind are values next to their operand types.
+// ...and of take / take_along_axis and their adjoint, whose axis and kind are values next to types.
 template <int Axis, bool Along, class... C>
 struct take_key {};
+template <int Axis, bool Along, class S, class... C>
+struct scatter_key {};
 
 // key_of(N*): std::type_identity of N's encoded form. A function with a deduced return type, not a
 // trait's member typedef: nvcc's stub spells a type by the path it was reached through, and a path
@@ -101,6 +104,8 @@ template <tenfold::detail::attention_part P, bool Causal, class... C>
 auto key_of(tenfold::detail::attention_grad_node<P, Causal, C...>*);
 template <int Axis, bool Along, class S, class I>
 auto key_of(tenfold::detail::take_node<Axis, Along, S, I>*);
+template <int Axis, bool Along, class S, class G, class I>
+auto key_of(tenfold::detail::scatter_add_node<Axis, Along, S, G, I>*);
 
 template <class T>
 using key_t = typename decltype(key_of(static_cast<T*>(nullptr)))::type;
@@ -160,6 +165,10 @@ template <int Axis, bool Along, class S, class I>
 auto key_of(tenfold::detail::take_node<Axis, Along, S, I>*) {
   return std::type_identity<take_key<Axis, Along, key_t<S>, key_t<I>>>{};
 }
+template <int Axis, bool Along, class S, class G, class I>
+auto key_of(tenfold::detail::scatter_add_node<Axis, Along, S, G, I>*) {
+  return std::type_identity<scatter_key<Axis, Along, S, key_t<G>, key_t<I>>>{};
+}
 template <index_t... V>
 constexpr conv_geometry geometry_of(value_pack<index_t, V...>) {
   constexpr index_t v[] = {V...};
@@ -218,6 +227,10 @@ struct decode<attention_grad_key<P, Causal, C...>> {
 template <int Axis, bool Along, class... C>
 struct decode<take_key<Axis, Along, C...>> {
   using type = tenfold::detail::take_node<Axis, Along, typename decode<C>::type...>;
+};
+template <int Axis, bool Along, class S, class... C>
+struct decode<scatter_key<Axis, Along, S, C...>> {
+  using type = tenfold::detail::scatter_add_node<Axis, Along, S, typename decode<C>::type...>;
 };
 template <class T>
 using decode_t = typename decode<T>::type;
