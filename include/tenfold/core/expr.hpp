@@ -76,7 +76,21 @@ struct own_holder {
   Tn tensor;
   auto* data() const { return tensor.data(); }
   auto* data() { return tensor.data(); }
+  index_t length() const requires(Tn::shape_type::has_bounded) { return tensor.length(); }
 };
+// An lvalue tensor of a bounded shape (shape<upto<N>, ...>): its elements and its run-time length, which
+// an assignment to it sets.
+template <class T>
+struct bounded_ref_holder {
+  T* ptr = nullptr;
+  std::conditional_t<std::is_const_v<T>, const index_t, index_t>* len = nullptr;
+  TENFOLD_HD T* data() const { return ptr; }
+  index_t length() const { return *len; }
+};
+
+// Does a holder carry a run-time length?
+template <class H>
+concept has_length = requires(const H& h) { h.length(); };
 
 // Does a holder own its storage (a temporary tensor moved into the expression)? Such storage may move
 // with the expression, so it is never bound in place (core/let.hpp).
@@ -95,9 +109,13 @@ struct leaf : node_tag {
   static constexpr index_t offset = Offset;
   static constexpr bool contiguous = Offset == 0 && Strides == strides_of<S>;
   using holder_type = Holder;
+  // Does it read along a bounded first axis? (A static operand broadcast along one has stride 0 there.)
+  static constexpr bool reads_bounded = S::has_bounded && Strides[0] != 0;
   Holder holder;
 
   TENFOLD_HD T* data() const { return const_cast<T*>(holder.data()); }
+  // The run-time length of the bounded first axis.
+  index_t length() const requires(S::has_bounded) { return holder.length(); }
   TENFOLD_HD static constexpr index_t offset_of(const index_t* idx) {
     index_t o = Offset;
     for (int i = 0; i < S::rank; ++i) o += idx[i] * Strides[i];
@@ -179,7 +197,10 @@ auto as_node(X&& x) {
   } else {
     using T = typename D::value_type;
     using S = typename D::shape_type;
-    if constexpr (std::is_lvalue_reference_v<X> || borrows_elements_v<D>) {
+    if constexpr (S::has_bounded && std::is_lvalue_reference_v<X>) {
+      using E = std::remove_reference_t<decltype(*x.data())>;
+      return leaf<E, S, canon(strides_of<S>), 0, bounded_ref_holder<E>>{{}, {x.data(), x.length_data()}};
+    } else if constexpr (std::is_lvalue_reference_v<X> || borrows_elements_v<D>) {
       using E = std::remove_reference_t<decltype(*x.data())>; // const T for const tensors
       return leaf<E, S, canon(strides_of<S>), 0, ref_holder<E>>{{}, {x.data()}};
     } else {

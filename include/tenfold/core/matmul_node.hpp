@@ -21,7 +21,7 @@ struct check_matmul {
 template <class S>
 constexpr auto batch_dims() {
   dims_t<(S::rank > 2 ? S::rank - 2 : 0)> d{};
-  for (int i = 0; i + 2 < S::rank; ++i) d[i] = S::dims[i];
+  for (int i = 0; i + 2 < S::rank; ++i) d[i] = S::extents[i];
   return d;
 }
 
@@ -32,7 +32,7 @@ constexpr auto matmul_dims() {
   using BS = broadcast_shape_t<BA, BB>;
   dims_t<BS::rank + 2> d{};
   for (int i = 0; i < BS::rank; ++i) d[i] = BS::dims[i];
-  d[BS::rank] = A::dims[A::rank - 2];
+  d[BS::rank] = A::extents[A::rank - 2]; // (rows of a bounded length stay bounded)
   d[BS::rank + 1] = B::dims[B::rank - 1];
   return d;
 }

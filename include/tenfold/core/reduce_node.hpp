@@ -19,7 +19,7 @@ constexpr auto reduced_dims() {
   constexpr int r = kept_rank<S::rank>(Mask, Keep);
   dims_t<r> d{};
   for (int i = 0, k = 0; i < S::rank; ++i)
-    if (!Mask[i]) d[k++] = S::dims[i];
+    if (!Mask[i]) d[k++] = S::extents[i]; // (a kept bounded axis stays bounded)
     else if (Keep) d[k++] = 1;
   return d;
 }

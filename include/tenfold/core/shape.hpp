@@ -8,13 +8,52 @@
 
 namespace tenfold {
 
+// A bounded extent: `shape<upto<64>, 128>` holds up to 64 rows; how many it holds now is a run-time
+// length kept by the tensor (Tensor::set_length). Everything static (strides, the arena plan, kernel
+// choice) sees the capacity; loops run to the length. The extent is the capacity plus this marker, so
+// that compiler messages show upto<64> as 1000000000000064.
+inline constexpr index_t bounded_flag = 1000000000000000;
+template <index_t Capacity>
+  requires(Capacity >= 0 && Capacity < bounded_flag)
+inline constexpr index_t upto = bounded_flag + Capacity;
+
+namespace detail {
+constexpr bool is_bounded(index_t e) { return e >= bounded_flag; }
+constexpr index_t capacity_of(index_t e) { return is_bounded(e) ? e - bounded_flag : e; }
+
+// So far a bounded extent may only be a shape's first axis (rows of activations: the tokens of a
+// prefill), whose active part is then one contiguous prefix of the elements.
+template <class S>
+struct check_bounded_axes {
+  static_assert([] {
+    for (int i = 1; i < S::rank; ++i)
+      if (S::bounded[i]) return false;
+    return true;
+  }(), "tenfold::shape: an upto<N> extent is supported only as the first axis (so far)");
+  static constexpr bool ok = true;
+};
+
+// Of `full` elements (or rows, or outputs) that span a bounded first axis of S, those in its first
+// `length` rows.
+template <class S>
+constexpr index_t active_part(index_t full, index_t length) {
+  return S::dims[0] == 0 ? 0 : full / S::dims[0] * length;
+}
+} // namespace detail
+
 template <index_t... N>
 struct shape {
   static_assert(sizeof...(N) <= max_rank, "tenfold::shape: rank is limited to 8");
   static_assert(((N >= 0) && ...), "tenfold::shape: extents must be non-negative");
   static constexpr int rank = sizeof...(N);
-  static constexpr std::array<index_t, sizeof...(N)> dims{N...};
-  static constexpr index_t size = (index_t{1} * ... * N);
+  // The extents (a bounded one's capacity), as everything static reads them.
+  static constexpr std::array<index_t, sizeof...(N)> dims{detail::capacity_of(N)...};
+  // The extents as written (bounded ones flagged): what shape computations carry to their results.
+  static constexpr std::array<index_t, sizeof...(N)> extents{N...};
+  static constexpr std::array<bool, sizeof...(N)> bounded{detail::is_bounded(N)...};
+  static constexpr bool has_bounded = (false || ... || detail::is_bounded(N));
+  static constexpr index_t size = (index_t{1} * ... * detail::capacity_of(N));
+  static_assert(!has_bounded || detail::check_bounded_axes<shape>::ok);
 };
 
 template <class S>
@@ -84,15 +123,28 @@ inline constexpr auto strides_of = detail::row_major_strides<S::rank>(S::dims);
 
 namespace detail {
 
+// Broadcasting reads the extents as written: a bounded extent meets only the same bounded extent (the
+// same run-time length, checked when evaluated) or a static 1.
 template <class A, class B>
 constexpr bool broadcastable() {
   constexpr int r = A::rank > B::rank ? A::rank : B::rank;
   for (int i = 0; i < r; ++i) {
     const int ia = A::rank - r + i, ib = B::rank - r + i;
-    const index_t a = ia >= 0 ? A::dims[ia] : 1, b = ib >= 0 ? B::dims[ib] : 1;
+    const index_t a = ia >= 0 ? A::extents[ia] : 1, b = ib >= 0 ? B::extents[ib] : 1;
     if (a != b && a != 1 && b != 1) return false;
   }
   return true;
+}
+
+template <class A, class B>
+constexpr bool bounded_meets_static() {
+  constexpr int r = A::rank > B::rank ? A::rank : B::rank;
+  for (int i = 0; i < r; ++i) {
+    const int ia = A::rank - r + i, ib = B::rank - r + i;
+    const index_t a = ia >= 0 ? A::extents[ia] : 1, b = ib >= 0 ? B::extents[ib] : 1;
+    if (a != b && a != 1 && b != 1 && (is_bounded(a) || is_bounded(b))) return true;
+  }
+  return false;
 }
 
 template <class A, class B>
@@ -101,7 +153,7 @@ constexpr auto broadcast_dims() {
   dims_t<r> out{};
   for (int i = 0; i < r; ++i) {
     const int ia = A::rank - r + i, ib = B::rank - r + i;
-    const index_t a = ia >= 0 ? A::dims[ia] : 1, b = ib >= 0 ? B::dims[ib] : 1;
+    const index_t a = ia >= 0 ? A::extents[ia] : 1, b = ib >= 0 ? B::extents[ib] : 1;
     out[i] = a == 1 ? b : a;
   }
   return out;
@@ -110,8 +162,10 @@ constexpr auto broadcast_dims() {
 // The failing shapes appear in the compiler's note as this template's arguments.
 template <class A, class B>
 struct check_broadcast {
-  static_assert(broadcastable<A, B>(), "tenfold: shapes cannot be broadcast together (NumPy rules: "
-                                       "trailing extents must match or be 1)");
+  static_assert(!bounded_meets_static<A, B>(), "tenfold: an upto<N> extent meets a static extent other than 1 (bounded "
+                                               "extents broadcast only with the same upto<N> or with 1)");
+  static_assert(broadcastable<A, B>() || bounded_meets_static<A, B>(),
+                "tenfold: shapes cannot be broadcast together (NumPy rules: trailing extents must match or be 1)");
   using type = shape_from<broadcast_dims<A, B>()>;
 };
 

@@ -61,6 +61,18 @@ class Tensor {
   template <class E> Tensor& operator*=(E&& e) { eval(*this, *this * std::forward<E>(e)); return *this; }
   template <class E> Tensor& operator/=(E&& e) { eval(*this, *this / std::forward<E>(e)); return *this; }
 
+  // A bounded first axis (shape<upto<N>, ...>): how many of its N rows the tensor holds now (N when
+  // made). Assigning an expression sets it to the expression's; operator() checks against it.
+  index_t length() const noexcept requires(S::has_bounded) { return length_.n; }
+  void set_length(index_t n) requires(S::has_bounded) {
+    if (n < 0 || n > S::dims[0])
+      throw error(detail::message("tenfold::Tensor", shape_string(), ": length ", n, " for its upto<", S::dims[0],
+                                  "> axis (0 to ", S::dims[0], ")"));
+    length_.n = n;
+  }
+  index_t* length_data() noexcept requires(S::has_bounded) { return &length_.n; }
+  const index_t* length_data() const noexcept requires(S::has_bounded) { return &length_.n; }
+
   T* data() noexcept { return storage_.data(); }
   const T* data() const noexcept { return storage_.data(); }
   T* begin() noexcept { return data(); }
@@ -80,27 +92,36 @@ class Tensor {
 
   static std::string shape_string() {
     std::string s = "[";
-    for (int i = 0; i < S::rank; ++i) (s += i ? "," : "") += std::to_string(S::dims[i]);
+    for (int i = 0; i < S::rank; ++i) (s += i ? "," : "") += (S::bounded[i] ? "upto " : "") + std::to_string(S::dims[i]);
     return s + "]";
   }
 
  private:
   template <class... I>
-  static index_t offset(I... i) {
+  index_t offset(I... i) const {
     static_assert(sizeof...(I) == S::rank, "tenfold::Tensor: element access needs one index per axis");
     const index_t idx[] = {index_t(i)..., 0};
     index_t o = 0;
     for (int k = 0; k < S::rank; ++k) {
-      if (idx[k] < 0 || idx[k] >= S::dims[k]) {
+      index_t extent = S::dims[k];
+      if constexpr (S::has_bounded)
+        if (k == 0) extent = length_.n;
+      if (idx[k] < 0 || idx[k] >= extent) {
         std::string where = "(";
         for (int m = 0; m < S::rank; ++m) (where += m ? "," : "") += std::to_string(idx[m]);
-        throw error(detail::message("tenfold::Tensor: index ", where, ") out of range for shape ", shape_string()));
+        throw error(detail::message("tenfold::Tensor: index ", where, ") out of range for shape ", shape_string(),
+                                    S::has_bounded ? " of length " + std::to_string(extent) : std::string()));
       }
       o += idx[k] * strides[k];
     }
     return o;
   }
 
+  struct no_length {};
+  struct run_length {
+    index_t n = S::dims.empty() ? 0 : S::dims[0];
+  };
   detail::storage<T, S::size> storage_;
+  [[no_unique_address]] std::conditional_t<S::has_bounded, run_length, no_length> length_;
 };
 } // namespace tenfold

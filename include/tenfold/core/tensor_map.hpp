@@ -13,6 +13,8 @@ namespace tenfold {
 template <class T, class S>
 class TensorMap {
   static_assert(detail::check_tensor<std::remove_const_t<T>, S>::ok);
+  static_assert(!S::has_bounded, "tenfold::map: a TensorMap of a shape with an upto<N> extent is not supported (it has "
+                                 "nowhere to keep the length: use a Tensor)");
 
  public:
   using value_type = std::remove_const_t<T>;

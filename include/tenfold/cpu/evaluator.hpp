@@ -6,6 +6,7 @@
 #include "tenfold/core/trace.hpp"
 #include "tenfold/plan/aliasing.hpp"
 #include "tenfold/plan/arena.hpp"
+#include "tenfold/plan/bounded.hpp"
 #include <memory>
 #include <new>
 #include <span>
@@ -119,7 +120,36 @@ void run_elementwise(const Dst& dst, const N& n) {
   constexpr bool vec = lane_type_v<L0> && simd_ok<N, L0>::value;
   using L = std::conditional_t<vec, L0, float>;
   if constexpr (S::size == 0) return;
-  else {
+  else if constexpr (S::has_bounded) {
+    // A bounded first axis: its first dst.length() rows are a prefix of the flat index space (and, where
+    // K >= 1, of the outer rows). Runs one after another, split across the threads.
+    const index_t length = dst.length();
+    if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
+      if (tee_same_values(n)) {
+        parallel_for(detail::active_part<S>(outer, length), std::max<index_t>(1, parallel_grain / inner), 1,
+                     [&](index_t o0, index_t o1) { run_tee_rows<K, L, false>(dst, n, o0, o1); });
+        return;
+      }
+    }
+    [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
+    using index_array = std::array<index_t, R + 1>;
+    parallel_for(detail::active_part<S>(S::size, length), parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
+      index_array i{};
+      index_t o = begin / inner, j = begin % inner;
+      while (begin < end) {
+        [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
+        detail::unravel<shape_from<prefix_dims<S, K>()>>(o, i.data());
+        const index_t stop = std::min(inner, j + (end - begin));
+        const auto d = make_row<K, L>(dst, i.data());
+        const auto r = make_row<K, L>(n, i.data());
+        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
+        else store_run_scalar(d, r, j, stop);
+        begin += stop - j;
+        j = 0;
+        ++o;
+      }
+    });
+  } else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     [[maybe_unused]] const bool share = plan::same_repeated_reductions(n); // (plan/same_reductions.hpp: once per launch)
@@ -230,7 +260,7 @@ template <class Dst, auto Mask>
 constexpr detail::dims_t<unkept_rank<Dst, Mask>()> unkept_dims() {
   detail::dims_t<unkept_rank<Dst, Mask>()> d{};
   for (int i = 0, k = 0; i < Dst::rank; ++i)
-    if (!Mask[i]) d[k++] = Dst::shape_type::dims[i];
+    if (!Mask[i]) d[k++] = Dst::shape_type::extents[i];
   return d;
 }
 template <class Dst, auto Mask>
@@ -266,7 +296,7 @@ void run_root(const Dst& dst, const N& n) {
   else if constexpr (keeps_dims<N>()) {
     // (so that a max pool's tie count, a keepdims sum over each window, takes the window kernel)
     run_root(without_keepdims<N>(dst), detail::reduce_node<typename N::op_type, typename N::child_type, N::mask, false>{{}, n.arg});
-  } else if constexpr (window_rooted<N>()) run_window_rows(dst, n); // pooling (and its elementwise consumers)
+  } else if constexpr (window_rooted<N>() && !N::shape_type::has_bounded) run_window_rows(dst, n); // pooling (and its elementwise consumers)
   else if constexpr (detail::is_reduce_node_v<N>) run_reduce(dst, n);
   else run_elementwise(dst, n);
 }
@@ -317,10 +347,22 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
   // state updates): one place refuses a narrowing one.
   static_assert(check_assignment<typename O::value_type, typename decltype(root)::value_type>::ok);
   if constexpr (any_node<is_take, decltype(root)>()) check_take_indices(root); // before anything runs
+  if constexpr (S::has_bounded || any_node<touches_bounded, decltype(root)>()) {
+    static_assert(check_bounded_support<decltype(root)>::ok);
+    // The destination takes the operands' length (or keeps its own, where none has one: a fill).
+    index_t length = -1;
+    find_length(root, length);
+    if constexpr (S::has_bounded) {
+      if (length >= 0) *out.holder.len = length;
+      else length = out.length();
+    }
+    buffers.length = length; // (intermediate buffers of bounded shapes hold as many rows)
+  }
   const auto prepared = plan::prepare_root(std::move(root), buffers);
   if (plan::aliases(out, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
     Tensor<typename O::value_type, S> tmp;
+    if constexpr (S::has_bounded) tmp.set_length(out.length());
     cpu::run(as_node(tmp), prepared);
     cpu::run(out, as_node(std::as_const(tmp)));
     return;

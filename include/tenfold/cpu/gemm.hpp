@@ -229,7 +229,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           const auto& table = real <= G::W ? (group == 1 ? gemm_kernel_table<T, 1, 1> : gemm_kernel_table<T, 1, G::W>)
                                            : (group == 1 ? gemm_kernel_table<T, G::NV, 1> : gemm_kernel_table<T, G::NV, G::W>);
           const index_t whole = real <= G::W ? G::W : NR;
-          const T* bq = panels ? panels + (j0 + q) / NR * panel_k * NR + k0 * NR : bp + (q - full) * kc;
+          // (bp + (q - full) * kc only past the panels read in place: before them bp may be null)
+          const T* bq = panels ? panels + (j0 + q) / NR * panel_k * NR + k0 * NR : q < full ? nullptr : bp + (q - full) * kc;
           index_t ldb = NR;
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;

@@ -157,10 +157,19 @@ void run_gemm(const Dst& dst, const N& root) {
     constexpr gemm_config cfg = gemm_config_for<T>(M, N_, K);
     // A few rows through a weight matrix of 64 KiB or more (a decode step's tokens) stay on their
     // threads (schedule_gemm), instead of one core streaming all of the weights from memory.
-    constexpr bool small = !fold && use_small_gemm<Mm, T>();
+    // Rows of a bounded length (a [upto<M>, K] operand): M is the capacity for every static choice, and
+    // the product runs over the first dst.length() rows.
+    constexpr bool bounded = S::has_bounded;
+    static_assert(!bounded || (R == 2 && !fold));
+    index_t m = M;
+    if constexpr (bounded) {
+      m = dst.length();
+      if (m == 0) return;
+    }
+    constexpr bool small = !fold && !bounded && use_small_gemm<Mm, T>();
     constexpr bool resident = !small && batches == 1 && M <= gemm_in_place_rows<T> &&
                               double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
-    gemm_schedule sched = schedule_gemm(M, N_, K, batches, resident, cfg);
+    gemm_schedule sched = schedule_gemm(m, N_, K, batches, resident, cfg);
     // The unrolled small kernels take whole products, or, for those schedule_gemm gives the pool
     // (>= 4 MFLOP) with threads to spare, halves of their rows (the halves' shapes are static too, so
     // only these products instantiate them).
@@ -175,7 +184,7 @@ void run_gemm(const Dst& dst, const N& root) {
         detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
         const auto a = batch_matrix<typename Mm::a_type, R>(detail::get<0>(mm.args), idx.data());
         const auto bm = batch_matrix<typename Mm::b_type, R>(detail::get<1>(mm.args), idx.data());
-        const gemm_part range = gemm_split<T>(M, N_, t % parts, parts, cfg.split);
+        const gemm_part range = gemm_split<T>(m, N_, t % parts, parts, cfg.split);
         index_t off = Dst::offset;
         for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
         // Stores a finished block of C through the consumer expression (the epilogue).
@@ -222,9 +231,9 @@ void run_gemm(const Dst& dst, const N& root) {
           }
         } else if constexpr (direct) {
           const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
-          gemm_range<T>(a, bm, M, K, range, out, cfg);
+          gemm_range<T>(a, bm, m, K, range, out, cfg);
         } else {
-          gemm_range<T>(a, bm, M, K, range, gemm_epilogue_out<decltype(store)>{store}, cfg);
+          gemm_range<T>(a, bm, m, K, range, gemm_epilogue_out<decltype(store)>{store}, cfg);
         }
       }
     };

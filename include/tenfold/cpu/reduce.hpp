@@ -3,6 +3,8 @@
 // with several accumulators, so `sum` of 10^7 floats stays within ~1e-7 of the exact value, and the
 // tree's shape depends only on the extent: results are identical for any thread count.
 #include "tenfold/cpu/rows.hpp"
+#include "tenfold/plan/bounded.hpp"
+#include "tenfold/plan/fusion.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
 
 namespace tenfold::cpu {
@@ -172,8 +174,11 @@ constexpr int run_start() {
 // The accumulator of one output element `out` of a reduction whose innermost axis is reduced: the
 // run (the reduced trailing axes the operand lets us walk as one) is vectorised and pairwise; other
 // reduced axes are walked with an odometer. Used by the reduction kernel and by fused rows.
+// `length`: that of a bounded first axis the reduction runs over (upto<N>; the reduction kernel's
+// roots only, plan/fusion.hpp), which is then the most significant reduced axis: its active positions
+// are a prefix of the runs, or of the one run.
 template <class N>
-typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside) {
+typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside, index_t length) {
   using Op = typename N::op_type;
   using C = typename N::child_type;
   using IS = typename C::shape_type;
@@ -187,7 +192,18 @@ typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_in
   std::array<index_t, R + 1> in{};
   N::base_index(out, in.data());
   A acc = Op::template identity<A>();
-  for (index_t r = 0; r < runs; ++r) {
+  if constexpr (plan::reduces_bounded_axis<N>())
+    if (length < 0) throw error("tenfold: internal: a reduction over an upto<N> axis reached a fused row");
+  if constexpr (plan::reduces_bounded_axis<N>() && T == 0) { // one run, of the active length
+    const index_t active = detail::active_part<IS>(run, length);
+    if (active == 0) return acc;
+    const auto row = make_row<T, L>(n.arg, in.data());
+    return parallel_inside ? reduce_tree_parallel<Op, I, A>(row, active, 0)
+                           : reduce_tree<Op, I, A>(row, 0, (active + reduce_block - 1) / reduce_block, active, 0);
+  }
+  index_t active_runs = runs;
+  if constexpr (plan::reduces_bounded_axis<N>()) active_runs = detail::active_part<IS>(runs, length);
+  for (index_t r = 0; r < active_runs; ++r) {
     const auto row = make_row<T, L>(n.arg, in.data());
     if constexpr (blocks > 0)
       acc = Op::merge(acc, parallel_inside && blocks > 1 ? reduce_tree_parallel<Op, I, A>(row, run, r * run)
@@ -212,6 +228,18 @@ void run_reduce(const Dst& dst, const N& n) {
   constexpr int R = C::rank;
   using index_array = std::array<index_t, R + 1>; // (declared here: GCC 12 crashes on it inside the lambdas)
   constexpr index_t outputs = N::shape_type::size, count = N::count;
+  // (a bounded first axis, kept: the outputs in its first dst.length() rows)
+  index_t active = outputs;
+  if constexpr (N::shape_type::has_bounded) active = detail::active_part<typename N::shape_type>(outputs, dst.length());
+  // (a bounded first axis, reduced: as many positions per output as its length holds; mean divides by it)
+  constexpr bool over_bounded = plan::reduces_bounded_axis<N>();
+  index_t length = -1, active_count = count;
+  if constexpr (over_bounded) {
+    detail::find_length(n.arg, length);
+    active_count = detail::active_part<IS>(count, length);
+    if (active_count == 0 && Op::needs_nonempty)
+      throw error(detail::message("tenfold: ", Op::name, " over an upto<", IS::dims[0], "> axis of length 0 (it has no identity)"));
+  }
   using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
 
   constexpr std::array<bool, R + 1> mask = [] {
@@ -224,14 +252,14 @@ void run_reduce(const Dst& dst, const N& n) {
     auto one_output = [&](index_t o, bool parallel_inside) {
       index_array out{};
       detail::unravel<typename N::shape_type>(o, out.data());
-      dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(reduce_one(n, out.data(), parallel_inside), count));
+      dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(reduce_one(n, out.data(), parallel_inside, length), active_count));
     };
     if constexpr (outputs == 0) return;
-    else if (outputs == 1 || outputs < thread_pool::instance().size()) {
-      for (index_t o = 0; o < outputs; ++o) one_output(o, count >= 4 * parallel_reduce_grain);
+    else if (active == 1 || active < thread_pool::instance().size()) {
+      for (index_t o = 0; o < active; ++o) one_output(o, active_count >= 4 * parallel_reduce_grain);
     } else {
       const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count, 1));
-      parallel_for(outputs, grain, 1, [&](index_t b, index_t e) {
+      parallel_for(active, grain, 1, [&](index_t b, index_t e) {
         for (index_t o = b; o < e; ++o) one_output(o, false);
       });
     }
@@ -240,7 +268,7 @@ void run_reduce(const Dst& dst, const N& n) {
     // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
     constexpr index_t width = IS::dims[R - 1], tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
     constexpr index_t out_rows = outputs / (width ? width : 1);
-    constexpr index_t blocks = (count + reduce_block - 1) / reduce_block;
+    const index_t blocks = (active_count + reduce_block - 1) / reduce_block;
     // Block b of reduced positions ([b * reduce_block, ...): one partial per output of the tile) into
     // blk[0, j1 - j0); the blocks are then merged into the total in order (pairwise-ish accuracy for
     // long columns, and the same bits however the blocks were shared out).
@@ -254,7 +282,7 @@ void run_reduce(const Dst& dst, const N& n) {
         q /= IS::dims[i];
       }
       for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
-      for (index_t r = b * reduce_block, rend = std::min(count, r + reduce_block); r < rend; ++r) {
+      for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend; ++r) {
         const auto row = make_row<R - 1, L>(n.arg, in.data());
         index_t j = j0;
         if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
@@ -270,10 +298,12 @@ void run_reduce(const Dst& dst, const N& n) {
         }
       }
     };
-    if constexpr (out_rows == 1 && width <= tile && blocks > 1 && blocks * width * index_t(sizeof(A)) <= 32768) {
+    constexpr index_t static_blocks = (count + reduce_block - 1) / reduce_block;
+    if constexpr (out_rows == 1 && !N::shape_type::has_bounded && !over_bounded && width <= tile && static_blocks > 1 &&
+                  static_blocks * width * index_t(sizeof(A)) <= 32768) {
       // One row of outputs over many reduced rows (batch norm's per-channel sums): its blocks are
       // shared out over the threads, each partial kept, then merged in order as below.
-      A part[blocks * width];
+      A part[static_blocks * width];
       parallel_for(blocks, std::max<index_t>(1, parallel_reduce_grain / (reduce_block * width)), 1, [&](index_t b0, index_t b1) {
         for (index_t b = b0; b < b1; ++b) block(0, 0, width, b, part + b * width);
       });
@@ -297,12 +327,12 @@ void run_reduce(const Dst& dst, const N& n) {
         detail::unravel<typename N::shape_type>(orow * width, out.data());
         for (index_t j = j0; j < j1; ++j) {
           out[N::rank - 1] = j;
-          dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], count));
+          dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], active_count));
         }
       };
       constexpr index_t tiles = (width + tile - 1) / tile;
       const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count * tile, 1));
-      parallel_for(out_rows * tiles, grain, 1, [&](index_t b, index_t e) {
+      parallel_for(active / (width ? width : 1) * tiles, grain, 1, [&](index_t b, index_t e) {
         for (index_t t = b; t < e; ++t) one_tile(t / tiles, (t % tiles) * tile);
       });
     }

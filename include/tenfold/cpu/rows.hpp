@@ -29,7 +29,7 @@ inline constexpr index_t lanes = index_t(batch<L>::size);
 // `x - max(x, axis<1>, keepdims)`: the reduction, broadcast along the axes it reduced, is constant along
 // the run, so a row computes it once (vectorised, pairwise: cpu/reduce.hpp) and reads it as a scalar.
 template <class N>
-typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside);
+typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside, index_t length = -1);
 
 // Pooling's rows (cpu/window_rows.hpp, included at the end): a strided view of a pad, and a small
 // reduction over trailing window axes with the outputs along the run as SIMD lanes.

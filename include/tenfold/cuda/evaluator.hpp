@@ -20,6 +20,7 @@
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
 #include "tenfold/plan/aliasing.hpp"
+#include "tenfold/plan/bounded.hpp"
 #include "tenfold/cuda/rows.hpp"
 
 namespace tenfold::cuda {
@@ -144,6 +145,8 @@ void eval_in(Dst&& dst, Src&& src, std::byte* arena, stream_ref s) {
   auto node = tenfold::detail::expand_to<S>(tenfold::detail::as_node(std::forward<Src>(src)));
   // Every device assignment comes here (cuda::eval, cuda::Tensor's operator=): no implicit narrowing.
   static_assert(tenfold::detail::check_assignment<typename O::value_type, typename decltype(node)::value_type>::ok);
+  static_assert(!S::has_bounded && !tenfold::detail::any_node<tenfold::detail::touches_bounded, decltype(node)>(),
+                "tenfold::cuda: upto<N> extents are not supported by the CUDA evaluator yet");
   using P = arena_plan<decltype(node)>;
   arena_slots slots{{}, arena, P::offsets.data(), P::buffers, s};
   const auto prepared = plan::prepare_root(std::move(node), slots);

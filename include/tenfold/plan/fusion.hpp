@@ -57,12 +57,21 @@ inline constexpr bool is_view_node_v = false;
 template <class M, class C>
 inline constexpr bool is_view_node_v<detail::view_node<M, C>> = true;
 
+// Does a reduction run over a bounded axis (upto<N>)? Its count is known only at run time, which only
+// the reduction kernel at a root takes: such a reduction never fuses into its consumer's rows.
+template <class R>
+constexpr bool reduces_bounded_axis() {
+  if constexpr (R::input_shape::rank == 0) return false;
+  else return R::input_shape::has_bounded && R::mask[0];
+}
+
 // A reduction seen through an affine broadcast, whose innermost input axis is reduced.
 template <class N>
 inline constexpr bool is_reduce_view_v = false;
 template <class M, class C>
 inline constexpr bool is_reduce_view_v<detail::view_node<M, C>> = [] {
-  if constexpr (detail::is_reduce_node_v<C> && detail::is_affine_map_v<M>) return C::input_shape::rank == 0 || C::mask[C::input_shape::rank - 1];
+  if constexpr (detail::is_reduce_node_v<C> && detail::is_affine_map_v<M>)
+    return (C::input_shape::rank == 0 || C::mask[C::input_shape::rank - 1]) && !reduces_bounded_axis<C>();
   else return false;
 }();
 
@@ -91,7 +100,7 @@ inline constexpr bool row_fused_v = [] {
 // A reduction read directly, innermost axis reduced: each of its results is computed where it is read.
 template <class N>
 inline constexpr bool direct_fused_v = [] {
-  if constexpr (detail::is_reduce_node_v<N>) return N::input_shape::rank == 0 || N::mask[N::input_shape::rank - 1];
+  if constexpr (detail::is_reduce_node_v<N>) return (N::input_shape::rank == 0 || N::mask[N::input_shape::rank - 1]) && !reduces_bounded_axis<N>();
   else return false;
 }();
 

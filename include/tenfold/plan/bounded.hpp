@@ -1,0 +1,73 @@
+#pragma once
+// Bounded extents (shape<upto<N>, ...>) in a tree to be evaluated: which nodes take them so far (a
+// compile-time check that names the rest), and the run-time length the tree's bounded leaves share.
+// Backend-independent: each evaluator asks these before it runs a tree.
+#include "tenfold/core/children.hpp"
+#include "tenfold/core/error.hpp"
+#include "tenfold/core/let.hpp"
+#include "tenfold/core/matmul_node.hpp"
+#include "tenfold/core/view.hpp"
+#include "tenfold/plan/fusion.hpp"
+
+namespace tenfold::detail {
+// Does a node have a bounded shape, or read a bounded tensor (a leaf over one, seen through a view)?
+template <class N>
+struct touches_bounded {
+  static constexpr bool value = [] {
+    if constexpr (is_leaf_v<N>) return N::shape_type::has_bounded || has_length<typename N::holder_type>;
+    else return N::shape_type::has_bounded;
+  }();
+};
+
+// What evaluates over an upto<N> extent so far: leaves, scalars, elementwise ops (with broadcasting),
+// reductions (over the bounded axis too), and a matmul of a [upto<M>, K] matrix by a static one. Anything else that meets one is refused by name at compile time.
+template <class N>
+struct refuses_bounded {
+  static constexpr bool child_bounded =
+      []<class... C>(detail::tuple<C...>*) { return (false || ... || C::shape_type::has_bounded); }(static_cast<children_t<N>*>(nullptr));
+  static constexpr bool value = [] {
+    // a view of a bounded tensor that drops the bound (a slice, a transpose, a reshape)
+    if constexpr (is_leaf_v<N>) return has_length<typename N::holder_type> && !N::shape_type::has_bounded;
+    else if constexpr (is_terminal_v<N> || is_map_node_v<N> || is_let_node_v<N>) return false;
+    else if constexpr (is_reduce_node_v<N>) return false; // (over the bounded axis too: the count is the length's)
+    else if constexpr (is_matmul_node_v<N>) // a matrix of a bounded number of rows times a static one
+      return child_bounded && !(N::rank == 2 && N::a_type::rank == 2 && N::a_type::shape_type::has_bounded &&
+                                !N::b_type::shape_type::has_bounded);
+    else if constexpr (plan::is_view_node_v<N>) {
+      // a broadcast of a reduction's result back along its axes: the bounded axis maps to itself
+      using M = typename N::map_type;
+      if constexpr (!is_affine_map_v<M>) return child_bounded || N::shape_type::has_bounded;
+      else if constexpr (!M::in_shape::has_bounded) return N::shape_type::has_bounded && M::src[0] >= 0; // (a static 1 broadcast: fine)
+      else return !(N::shape_type::has_bounded && M::in_shape::dims[0] == N::shape_type::dims[0] && M::src[0] == 0 &&
+                    M::scale[0] == 1 && M::off[0] == 0);
+    }
+    else return child_bounded || N::shape_type::has_bounded;
+  }();
+};
+template <class N>
+struct check_bounded_support {
+  static_assert(!any_node<refuses_bounded, N>(),
+                "tenfold: an upto<N> extent reaches an operation or a view that does not support bounded extents yet "
+                "(so far: elementwise ops, broadcasting, reductions, and matmul of [upto<M>, K] by a static matrix)");
+  static constexpr bool ok = true;
+};
+
+// The run-time length of the bounded axis in n's leaves: every leaf that has one must agree.
+template <class N>
+void find_length(const N& n, index_t& length) {
+  if constexpr (is_leaf_v<N>) {
+    // (a let's placeholder reads its value, whose leaves are walked where the let is)
+    if constexpr (N::reads_bounded && std::is_void_v<slot_of_t<N>>) {
+      static_assert(has_length<typename N::holder_type>, "tenfold: an expression over an upto<N> extent needs an intermediate "
+                                                         "buffer here (not supported yet for bounded extents)");
+      if (length >= 0 && length != n.length())
+        throw error(detail::message("tenfold::eval: operands of upto<", N::shape_type::dims[0], "> extents have different lengths (",
+                                    length, " and ", n.length(), ")"));
+      length = n.length();
+    }
+  } else if constexpr (!is_terminal_v<N>) {
+    detail::unpack([&](const auto&... c) { (find_length(c, length), ...); }, children(n));
+  }
+}
+
+} // namespace tenfold::detail

@@ -1,0 +1,316 @@
+// Bounded run-time extents (shape<upto<N>, ...>, issue 16 item 1): a tensor whose first axis holds up
+// to N rows and a run-time length of them. Each op family that takes them so far (elementwise with
+// broadcasting, row-fused composites, reductions, matmul of bounded rows) is compared, at lengths 1, an
+// odd length and the capacity, with the same expression over static shapes (or, where the bounded axis
+// is reduced, with plain loops over the active rows); rows past the length are never written; lengths
+// that disagree or exceed the capacity are errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include <tenfold/tenfold.hpp>
+
+using namespace tenfold;
+
+namespace {
+template <class T, class S>
+void fill(Tensor<T, S>& t, std::uint64_t seed) {
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (auto& x : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = T(-2.0 + 4.0 * double(s >> 11) * 0x1p-53);
+  }
+}
+
+// Static [C, W...] elements copied into a bounded tensor of the same capacity, holding `length` rows.
+template <class T, class B, class S>
+void load(Tensor<T, B>& b, const Tensor<T, S>& s, index_t length) {
+  static_assert(B::size == S::size);
+  std::copy(s.begin(), s.end(), b.begin());
+  b.set_length(length);
+}
+
+constexpr float sentinel = 12345.f;
+
+// The first `length` rows of `got` (bounded) against `want` (static, same capacity), and every element past
+// them still the sentinel.
+template <class T, class B, class S>
+void check_rows(const Tensor<T, B>& got, const Tensor<T, S>& want, index_t length, double tol) {
+  REQUIRE(got.length() == length);
+  const index_t row = B::size / B::dims[0];
+  double worst = 0;
+  for (index_t i = 0; i < length * row; ++i) worst = std::max(worst, double(std::fabs(got.data()[i] - want.data()[i])));
+  CHECK(worst <= tol);
+  index_t touched = 0;
+  for (index_t i = length * row; i < B::size; ++i) touched += got.data()[i] != T(sentinel);
+  CHECK(touched == 0);
+}
+
+template <class T, class B>
+void poison(Tensor<T, B>& t) {
+  for (auto& x : t) x = T(sentinel);
+}
+} // namespace
+
+TEST_CASE("upto<N>: the shape holds capacities, the mask and the length") {
+  using S = shape<upto<64>, 96>;
+  STATIC_REQUIRE(S::dims == std::array<index_t, 2>{64, 96});
+  STATIC_REQUIRE(S::bounded == std::array<bool, 2>{true, false});
+  STATIC_REQUIRE(S::size == 64 * 96);
+  STATIC_REQUIRE(S::has_bounded);
+  STATIC_REQUIRE(!shape<64, 96>::has_bounded);
+  STATIC_REQUIRE(!std::is_same_v<S, shape<64, 96>>);
+  // broadcasting keeps the bound; a reduction over the other axes keeps it too
+  STATIC_REQUIRE(std::is_same_v<broadcast_shape_t<S, shape<96>>, S>);
+  STATIC_REQUIRE(std::is_same_v<broadcast_shape_t<shape<1, 96>, S>, S>);
+  Tensor<float, S> x;
+  CHECK(x.length() == 64); // a new tensor holds its capacity
+  x.set_length(5);
+  CHECK(x.length() == 5);
+  CHECK_THROWS_AS(x.set_length(65), error);
+  CHECK_THROWS_AS(x.set_length(-1), error);
+  CHECK(x.length() == 5); // a refused length changes nothing
+  x(4, 95) = 1.f;
+  CHECK_THROWS_AS(x(5, 0), error); // element access stops at the length
+  CHECK(Tensor<float, S>::shape_string() == "[upto 64,96]");
+}
+
+TEST_CASE("upto<N>: elementwise ops with broadcast operands run to the length") {
+  Tensor<float, shape<64, 96>> xs, ys;
+  Tensor<float, shape<96>> b;
+  fill(xs, 1);
+  fill(ys, 2);
+  fill(b, 3);
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, 96>> x, y, out;
+    load(x, xs, n);
+    load(y, ys, n);
+    poison(out);
+    out = exp(x) * 2.f + y * b - 1.f;
+    const Tensor<float, shape<64, 96>> want = exp(xs) * 2.f + ys * b - 1.f;
+    check_rows(out, want, n, 0);
+  }
+}
+
+TEST_CASE("upto<N>: row-fused softmax, layer_norm and rms_norm run to the length") {
+  Tensor<float, shape<64, 200>> xs;
+  Tensor<float, shape<200>> g, b;
+  fill(xs, 4);
+  fill(g, 5);
+  fill(b, 6);
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, 200>> x, out;
+    load(x, xs, n);
+    poison(out);
+    out = softmax(x);
+    check_rows(out, Tensor<float, shape<64, 200>>(softmax(xs)), n, 1e-7);
+    poison(out);
+    out = layer_norm(x, g, b);
+    check_rows(out, Tensor<float, shape<64, 200>>(layer_norm(xs, g, b)), n, 1e-6);
+    poison(out);
+    out = rms_norm(x, g) + x;
+    check_rows(out, Tensor<float, shape<64, 200>>(rms_norm(xs, g) + xs), n, 1e-6);
+  }
+}
+
+TEST_CASE("upto<N>: reductions over the other axes run to the length") {
+  Tensor<float, shape<64, 200>> xs;
+  Tensor<float, shape<16, 8, 12>> zs;
+  fill(xs, 7);
+  fill(zs, 8);
+  for (index_t n : {index_t(1), index_t(9), index_t(16)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, 200>> x;
+    load(x, xs, n);
+    Tensor<float, shape<upto<64>>> s;
+    poison(s);
+    s = sum(x, axis<-1>);
+    check_rows(s, Tensor<float, shape<64>>(sum(xs, axis<-1>)), n, 0);
+    Tensor<float, shape<upto<64>, 1>> m;
+    poison(m);
+    m = max(x, axis<1>, keepdims);
+    check_rows(m, Tensor<float, shape<64, 1>>(max(xs, axis<1>, keepdims)), n, 0);
+    // rows narrower than a vector (read as windows when static)
+    Tensor<float, shape<64, 4>> ns;
+    fill(ns, 10);
+    Tensor<float, shape<upto<64>, 4>> nx;
+    load(nx, ns, n);
+    Tensor<float, shape<upto<64>>> nsum;
+    poison(nsum);
+    nsum = sum(nx, axis<1>);
+    check_rows(nsum, Tensor<float, shape<64>>(sum(ns, axis<1>)), n, 1e-6);
+    Tensor<float, shape<upto<64>, 4>> nsm;
+    poison(nsm);
+    nsm = softmax(nx);
+    check_rows(nsm, Tensor<float, shape<64, 4>>(softmax(ns)), n, 1e-7);
+    // a middle axis: the innermost is kept (the column-accumulating kernel)
+    Tensor<float, shape<upto<16>, 8, 12>> z;
+    load(z, zs, n);
+    Tensor<float, shape<upto<16>, 12>> zm;
+    poison(zm);
+    zm = mean(z, axis<1>);
+    check_rows(zm, Tensor<float, shape<16, 12>>(mean(zs, axis<1>)), n, 0);
+  }
+}
+
+TEST_CASE("upto<N>: a large bounded tensor splits its active rows across the threads") {
+  // 512 x 256 elements: past the parallel grain, so the rows go through parallel_for
+  Tensor<float, shape<512, 256>> xs;
+  fill(xs, 9);
+  for (index_t n : {index_t(3), index_t(301), index_t(512)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<512>, 256>> x, out;
+    load(x, xs, n);
+    poison(out);
+    out = tanh(x) * x;
+    check_rows(out, Tensor<float, shape<512, 256>>(tanh(xs) * xs), n, 0);
+    poison(out);
+    out = softmax(x);
+    check_rows(out, Tensor<float, shape<512, 256>>(softmax(xs)), n, 1e-7);
+  }
+}
+
+TEST_CASE("upto<N>: reductions over the bounded axis count its length") {
+  Tensor<float, shape<64, 40>> xs;
+  Tensor<float, shape<16, 8, 12>> zs;
+  fill(xs, 18);
+  fill(zs, 19);
+  // plain loops in double over the first n rows (the reference)
+  auto column_mean = [&](index_t n, index_t j) {
+    double s = 0;
+    for (index_t i = 0; i < n; ++i) s += xs(i, j);
+    return s / double(n);
+  };
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, 40>> x;
+    load(x, xs, n);
+    // over the bounded axis: the column-accumulating kernel, mean divided by the length
+    const Tensor<float, shape<40>> m = mean(x, axis<0>);
+    double worst = 0;
+    for (index_t j = 0; j < 40; ++j) worst = std::max(worst, std::fabs(m(j) - column_mean(n, j)));
+    CHECK(worst <= 1e-6);
+    const Tensor<float, shape<40>> mx = max(x, axis<0>);
+    index_t wrong = 0;
+    for (index_t j = 0; j < 40; ++j) {
+      float want = xs(0, j);
+      for (index_t i = 1; i < n; ++i) want = std::max(want, xs(i, j));
+      wrong += mx(j) != want;
+    }
+    CHECK(wrong == 0);
+    // over every axis: one run of the active elements
+    const Tensor<float, shape<>> total = sum(x);
+    double want = 0;
+    for (index_t i = 0; i < n * 40; ++i) want += xs.data()[i];
+    CHECK(std::fabs(total() - want) <= 1e-4);
+    // inside an expression: the reduction goes to a buffer first, then is broadcast back
+    Tensor<float, shape<upto<64>, 40>> centred;
+    poison(centred);
+    centred = x - mean(x, axis<0>, keepdims);
+    REQUIRE(centred.length() == n);
+    worst = 0;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < 40; ++j) worst = std::max(worst, std::fabs(centred(i, j) - (xs(i, j) - column_mean(n, j))));
+    CHECK(worst <= 1e-5);
+    index_t touched = 0;
+    for (index_t i = n * 40; i < 64 * 40; ++i) touched += centred.data()[i] != sentinel;
+    CHECK(touched == 0);
+  }
+  for (index_t n : {index_t(1), index_t(5), index_t(16)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<16>, 8, 12>> z;
+    load(z, zs, n);
+    // axes 0 and 1, the innermost kept; axes 0 and 2, the innermost reduced with axis 0 in the odometer
+    const Tensor<float, shape<12>> a = sum(z, axes<0, 1>);
+    const Tensor<float, shape<8>> b = mean(z, axes<0, 2>);
+    double worst = 0;
+    for (index_t k = 0; k < 12; ++k) {
+      double s = 0;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0; j < 8; ++j) s += zs(i, j, k);
+      worst = std::max(worst, std::fabs(a(k) - s));
+    }
+    for (index_t j = 0; j < 8; ++j) {
+      double s = 0;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t k = 0; k < 12; ++k) s += zs(i, j, k);
+      worst = std::max(worst, std::fabs(b(j) - s / double(n * 12)));
+    }
+    CHECK(worst <= 1e-5);
+  }
+  // an empty length: a sum is its identity, a max has none
+  Tensor<float, shape<upto<64>, 40>> x;
+  x.set_length(0);
+  const Tensor<float, shape<40>> s = sum(x, axis<0>);
+  CHECK(std::all_of(s.begin(), s.end(), [](float v) { return v == 0.f; }));
+  Tensor<float, shape<40>> mx;
+  CHECK_THROWS_WITH(mx = max(x, axis<0>), Catch::Contains("axis of length 0"));
+}
+
+TEST_CASE("upto<N>: a matmul of bounded rows by a static matrix runs over the active rows") {
+  Tensor<float, shape<64, 40>> xs;
+  Tensor<float, shape<40, 48>> w;
+  Tensor<float, shape<48>> b;
+  Tensor<float, shape<40>> g, beta;
+  Tensor<float, shape<40, 40>> sq;
+  fill(sq, 20);
+  fill(xs, 11);
+  fill(w, 12);
+  fill(b, 13);
+  fill(g, 14);
+  fill(beta, 15);
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, 40>> x;
+    load(x, xs, n);
+    Tensor<float, shape<upto<64>, 48>> y;
+    // the GEMM with its epilogue (bias and activation applied as blocks are stored)
+    poison(y);
+    y = gelu(matmul(x, w) + b);
+    check_rows(y, Tensor<float, shape<64, 48>>(gelu(matmul(xs, w) + b)), n, 1e-5);
+    // a computed operand: layer_norm's rows go to an intermediate buffer of the bounded shape first
+    poison(y);
+    y = matmul(layer_norm(x, g, beta), w);
+    check_rows(y, Tensor<float, shape<64, 48>>(matmul(layer_norm(xs, g, beta), w)), n, 1e-5);
+    // a GEMM's result read twice by layer_norm (a let: computed once, read back at the same length)
+    poison(y);
+    y = matmul(layer_norm(matmul(x, sq), g, beta), w);
+    check_rows(y, Tensor<float, shape<64, 48>>(matmul(layer_norm(matmul(xs, sq), g, beta), w)), n, 1e-4);
+  }
+  // a product large enough for the blocked kernel and both threads
+  Tensor<float, shape<256, 192>> as;
+  Tensor<float, shape<192, 320>> bs;
+  fill(as, 16);
+  fill(bs, 17);
+  for (index_t n : {index_t(5), index_t(131), index_t(256)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<256>, 192>> a;
+    load(a, as, n);
+    Tensor<float, shape<upto<256>, 320>> c;
+    poison(c);
+    c = matmul(a, bs);
+    check_rows(c, Tensor<float, shape<256, 320>>(matmul(as, bs)), n, 1e-4);
+  }
+}
+
+TEST_CASE("upto<N>: operands of different lengths are an error and write nothing") {
+  Tensor<float, shape<upto<8>, 4>> a, b, out;
+  a.set_length(3);
+  b.set_length(5);
+  poison(out);
+  out.set_length(2);
+  CHECK_THROWS_WITH(out = a + b, Catch::Contains("different lengths (3 and 5)"));
+  CHECK(out.length() == 2);
+  index_t touched = 0;
+  for (float v : out) touched += v != sentinel;
+  CHECK(touched == 0);
+  // the destination takes the operands' length
+  b.set_length(3);
+  out = a + b;
+  CHECK(out.length() == 3);
+}
