@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include <tenfold/tenfold.hpp>
 
@@ -76,6 +77,10 @@ TEST_CASE("upto<N>: the shape holds capacities, the mask and the length") {
   x(4, 95) = 1.f;
   CHECK_THROWS_AS(x(5, 0), error); // element access stops at the length
   CHECK(Tensor<float, S>::shape_string() == "[upto 64,96]");
+  // printed: the rows up to the length
+  Tensor<float, shape<upto<4>, 2>> p{1, 2, 3, 4, 5, 6, 7, 8};
+  p.set_length(2);
+  CHECK(to_string(p) == "[[1. 2.]\n [3. 4.]]");
 }
 
 TEST_CASE("upto<N>: elementwise ops with broadcast operands run to the length") {
@@ -295,6 +300,113 @@ TEST_CASE("upto<N>: a matmul of bounded rows by a static matrix runs over the ac
     poison(c);
     c = matmul(a, bs);
     check_rows(c, Tensor<float, shape<256, 320>>(matmul(as, bs)), n, 1e-4);
+  }
+}
+
+TEST_CASE("upto<N>: one head's attention over bounded queries and keys") {
+  constexpr index_t D = 16, Dv = 24;
+  Tensor<float, shape<64, D>> qs, ks;
+  Tensor<float, shape<64, Dv>> vs;
+  fill(qs, 21);
+  fill(ks, 22);
+  fill(vs, 23);
+  // plain loops in double: softmax(q kᵀ / √D) v over the first n keys (j <= i when causal)
+  auto reference = [&](index_t n, index_t i, index_t e, bool causal) {
+    const index_t seen = causal ? i + 1 : n;
+    double m = -1e300, l = 0, o = 0;
+    std::vector<double> s(static_cast<std::size_t>(seen));
+    for (index_t j = 0; j < seen; ++j) {
+      double d = 0;
+      for (index_t c = 0; c < D; ++c) d += double(qs(i, c)) * double(ks(j, c));
+      s[std::size_t(j)] = d / std::sqrt(double(D));
+      m = std::max(m, s[std::size_t(j)]);
+    }
+    for (index_t j = 0; j < seen; ++j) {
+      const double p = std::exp(s[std::size_t(j)] - m);
+      l += p, o += p * double(vs(j, e));
+    }
+    return o / l;
+  };
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, D>> q, k;
+    Tensor<float, shape<upto<64>, Dv>> v, out, causal_out;
+    load(q, qs, n);
+    load(k, ks, n);
+    load(v, vs, n);
+    poison(out);
+    poison(causal_out);
+    out = attention(q, k, v);
+    causal_out = attention(q, k, v, causal);
+    REQUIRE(out.length() == n);
+    double worst = 0;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t e = 0; e < Dv; ++e) {
+        worst = std::max(worst, std::fabs(out(i, e) - reference(n, i, e, false)));
+        worst = std::max(worst, std::fabs(causal_out(i, e) - reference(n, i, e, true)));
+      }
+    CHECK(worst <= 1e-5);
+    index_t touched = 0;
+    for (index_t i = n * Dv; i < 64 * Dv; ++i) touched += (out.data()[i] != sentinel) + (causal_out.data()[i] != sentinel);
+    CHECK(touched == 0);
+  }
+}
+
+TEST_CASE("upto<N>: views that keep the bounded axis, and a multi-head attention through them") {
+  // [upto 64, H * D] seen as [upto 64, H, D] (a reshape of the other axes) and as column slices
+  constexpr index_t H = 3, D = 8;
+  Tensor<float, shape<64, H * D>> qs, ks, vs;
+  fill(qs, 24);
+  fill(ks, 25);
+  fill(vs, 26);
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, H * D>> q, k, v;
+    load(q, qs, n);
+    load(k, ks, n);
+    load(v, vs, n);
+    // a reshape keeps the bound: per-head sums of squares
+    Tensor<float, shape<upto<64>, H>> norms;
+    poison(norms);
+    norms = sum(square(reshape<64, H, D>(q)), axis<-1>);
+    check_rows(norms, Tensor<float, shape<64, H>>(sum(square(reshape<64, H, D>(qs)), axis<-1>)), n, 1e-6);
+    poison(norms);
+    norms = sum(square(reshape<upto<64>, H, D>(q)), axis<-1>); // (the same, spelled with the bound)
+    const Tensor<float, shape<64, H>> want_norms = sum(square(reshape<64, H, D>(qs)), axis<-1>);
+    check_rows(norms, want_norms, n, 1e-6);
+    // each head's causal attention on its column slice, written into the output's column slice
+    Tensor<float, shape<upto<64>, H * D>> out;
+    poison(out);
+    [&]<index_t... h>(std::integer_sequence<index_t, h...>) {
+      (eval(slice<whole, range<h * D, (h + 1) * D>>(out),
+            attention(slice<whole, range<h * D, (h + 1) * D>>(q), slice<whole, range<h * D, (h + 1) * D>>(k),
+                      slice<whole, range<h * D, (h + 1) * D>>(v), causal)),
+       ...);
+    }(std::make_integer_sequence<index_t, H>{});
+    // the reference: the same heads over the first n rows of static tensors, one length at a time
+    REQUIRE(out.length() == n);
+    double worst = 0;
+    for (index_t h = 0; h < H; ++h)
+      for (index_t i = 0; i < n; ++i)
+        for (index_t e = 0; e < D; ++e) {
+          double m = -1e300, l = 0, o = 0;
+          std::vector<double> s(static_cast<std::size_t>(i + 1));
+          for (index_t j = 0; j <= i; ++j) {
+            double d = 0;
+            for (index_t c = 0; c < D; ++c) d += double(qs(i, h * D + c)) * double(ks(j, h * D + c));
+            s[std::size_t(j)] = d / std::sqrt(double(D));
+            m = std::max(m, s[std::size_t(j)]);
+          }
+          for (index_t j = 0; j <= i; ++j) {
+            const double p = std::exp(s[std::size_t(j)] - m);
+            l += p, o += p * double(vs(j, h * D + e));
+          }
+          worst = std::max(worst, std::fabs(out(i, h * D + e) - o / l));
+        }
+    CHECK(worst <= 1e-5);
+    index_t touched = 0;
+    for (index_t i = n * H * D; i < 64 * H * D; ++i) touched += out.data()[i] != sentinel;
+    CHECK(touched == 0);
   }
 }
 

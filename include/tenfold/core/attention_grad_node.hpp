@@ -48,7 +48,7 @@ struct attention_grad_node : node_tag {
   double scale = 0;
 
   // The keys query i sees (all Sk read: the derivative is not taken over first_keys or key_lengths).
-  TENFOLD_HD static constexpr index_t visible(index_t i, index_t = Sk) { return forward::visible(i, Sk); }
+  TENFOLD_HD static constexpr index_t visible(index_t i, index_t = Sk, index_t = Sq) { return forward::visible(i, Sk); }
   TENFOLD_HD constexpr index_t keys_of(index_t) const { return Sk; }
   static constexpr const std::int32_t* lengths = nullptr;
   static constexpr bool lengths_on_device = false;

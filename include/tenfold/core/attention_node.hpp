@@ -74,7 +74,7 @@ constexpr auto attention_dims() {
   using BS = broadcast_shape_t<shape_from<batch_dims<Q>()>, shape_from<batch_dims<K>()>, shape_from<batch_dims<V>()>>;
   dims_t<BS::rank + 2> d{};
   for (int i = 0; i < BS::rank; ++i) d[i] = BS::dims[i];
-  d[BS::rank] = Q::dims[Q::rank - 2];
+  d[BS::rank] = Q::extents[Q::rank - 2]; // (queries of a bounded length stay bounded)
   d[BS::rank + 1] = V::dims[V::rank - 1];
   return d;
 }
@@ -105,11 +105,11 @@ struct attention_node : node_tag {
     return n < 0 ? 0 : n > keys ? keys : n;
   }
   // Keys query i sees, of the nk its batch element reads: j < visible(i, nk). 0 for the rows a causal
-  // mask hides entirely.
-  TENFOLD_HD static constexpr index_t visible(index_t i, index_t nk) {
+  // mask hides entirely. (sq: the queries, when their number is a bounded length.)
+  TENFOLD_HD static constexpr index_t visible(index_t i, index_t nk, index_t sq = Sq) {
     if constexpr (!Causal) return nk;
     else {
-      const index_t n = i + 1 + (nk - Sq);
+      const index_t n = i + 1 + (nk - sq);
       return n < 0 ? 0 : n > nk ? nk : n;
     }
   }

@@ -339,10 +339,17 @@ std::string format(const T* data, const index_t* dims, int rank) {
 }
 } // namespace detail::print
 
-// The tensor as NumPy's str() shows it (see the top of this file).
+// The tensor as NumPy's str() shows it (see the top of this file); a bounded one (upto<N>), its rows up
+// to its length.
 template <class X>
   requires(detail::is_tensor_v<X>)
-std::string to_string(const X& t) { return detail::print::format(t.data(), X::shape.data(), X::rank); }
+std::string to_string(const X& t) {
+  if constexpr (X::shape_type::has_bounded) {
+    auto dims = X::shape;
+    dims[0] = t.length();
+    return detail::print::format(t.data(), dims.data(), X::rank);
+  } else return detail::print::format(t.data(), X::shape.data(), X::rank);
+}
 template <class X>
   requires(detail::is_tensor_v<X>)
 std::ostream& operator<<(std::ostream& os, const X& t) { return os << to_string(t); }

@@ -243,8 +243,48 @@ constexpr int composable() {
   } else return 0;
 }
 
+// A view that keeps a bounded first axis (upto<N>) where it is — a slice or broadcast of the other axes,
+// a reshape of the other axes — keeps it bounded: its out-shape, computed from the capacities, gets the
+// bound back. (Any other view of a bounded operand keeps a static out-shape, and the evaluator refuses it.)
+template <class Map>
+constexpr bool keeps_bounded_axis() {
+  using In = typename Map::in_shape;
+  using Out = typename Map::out_shape;
+  if constexpr (!In::has_bounded || Out::has_bounded || Out::rank == 0 || !In::bounded[0]) return false;
+  else if constexpr (Out::dims[0] != In::dims[0]) return false;
+  else if constexpr (is_reshape_map_v<Map>) return true;
+  else if constexpr (is_affine_map_v<Map>) return Map::src[0] == 0 && Map::scale[0] == 1 && Map::off[0] == 0;
+  else return false;
+}
+template <class S>
+constexpr auto bounded_first(const std::array<index_t, S::rank>& extents) {
+  auto e = extents;
+  e[0] = upto<S::dims[0]>;
+  return e;
+}
+template <class Map>
+struct rebound {
+  using type = Map;
+};
+template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
+struct rebound<affine_map<In, Out, Src, Scale, Off>> {
+  using type = affine_map<In, shape_from<bounded_first<Out>(Out::extents)>, Src, Scale, Off>;
+};
+template <class In, class Out>
+struct rebound<reshape_map<In, Out>> {
+  using type = reshape_map<In, shape_from<bounded_first<Out>(Out::extents)>>;
+};
+
+template <class Map, class N>
+constexpr auto apply_view_as(N&& node);
 template <class Map, class N>
 constexpr auto apply_view(N&& node) {
+  if constexpr (keeps_bounded_axis<Map>()) return apply_view<typename rebound<Map>::type>(std::forward<N>(node));
+  else return apply_view_as<Map>(std::forward<N>(node));
+}
+
+template <class Map, class N>
+constexpr auto apply_view_as(N&& node) {
   using D = std::remove_cvref_t<N>;
   using Out = typename Map::out_shape;
   static_assert(std::is_same_v<typename D::shape_type, typename Map::in_shape>);

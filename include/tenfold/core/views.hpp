@@ -15,7 +15,7 @@ struct reshape_target {
   static constexpr int holes = ((N == -1) + ... + 0);
   static_assert(holes <= 1, "tenfold::reshape: at most one extent may be -1");
   static_assert(((N == -1 || N >= 0) && ...), "tenfold::reshape: extents must be non-negative (or one -1)");
-  static constexpr index_t known = ((N == -1 ? 1 : N) * ... * index_t(1));
+  static constexpr index_t known = ((N == -1 ? 1 : capacity_of(N)) * ... * index_t(1)); // (upto<M>: its capacity)
   static_assert(holes == 0 || (known > 0 && In::size % known == 0),
                 "tenfold::reshape: the -1 extent cannot be inferred: the known extents do not divide the size");
   using type = shape<(N == -1 ? In::size / (known ? known : 1) : N)...>;

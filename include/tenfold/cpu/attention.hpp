@@ -19,6 +19,7 @@
 #include "tenfold/cpu/gemm_eval.hpp"
 #include "tenfold/cpu/gemm_kernels.hpp"
 #include "tenfold/cpu/thread_pool.hpp"
+#include "tenfold/plan/bounded.hpp"
 #include "tenfold/ops/table_unary.hpp"
 
 namespace tenfold::cpu {
@@ -164,17 +165,19 @@ void run_attention_tasks(index_t tasks, double flops, Task&& task) {
 // m, l)` gets the block's unnormalised output rows (o, row stride ldo), their running maxima m of the
 // scaled scores and their sums l (row r of the block is query i0 + r; idx the batch index).
 // N's operands: strided leaves (the planner makes them so).
+// (sq, nk: the queries and the keys read when they are bounded lengths, upto<N>; else Sq and n's keys.)
 template <class N, class Finish>
-void attention_blocks(const N& n, Finish&& finish) {
+void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t nk = -1) {
   using T = compute_t<typename N::value_type>;
   constexpr int R = N::rank;
   using index_array = std::array<index_t, R + 1>;
   using Bk = attention_blocking<T>;
   constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
-  constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv;
+  constexpr index_t Sk = N::Sk, D = N::D, Dv = N::Dv;
   constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
   using S = typename N::shape_type;
-  constexpr index_t q_blocks = (Sq + Br - 1) / Br, batches = detail::product(S::dims, 0, R - 2);
+  const index_t q_blocks = (sq + Br - 1) / Br;
+  constexpr index_t batches = detail::product(S::dims, 0, R - 2);
   using LQ = typename N::q_type;
   using LK = typename N::k_type;
   using LV = typename N::v_type;
@@ -199,7 +202,7 @@ void attention_blocks(const N& n, Finish&& finish) {
     const auto qm = batch_matrix<LQ, R>(ql, idx.data());
     const auto km = batch_matrix<LK, R>(kl, idx.data());
     const auto vm = batch_matrix<LV, R>(vl, idx.data());
-    const index_t keys = n.keys_of(idx[0]); // the keys this batch element reads (first_keys, key_lengths)
+    const index_t keys = nk >= 0 ? nk : n.keys_of(idx[0]); // the keys this batch element reads (first_keys, key_lengths)
     T* kt = ws.kt.get(D * ldk);
     T* vp = ws.v.get(Sk * ldv);
     if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p || ws.keys != keys) {
@@ -211,7 +214,7 @@ void attention_blocks(const N& n, Finish&& finish) {
       pack_b<T>(vm, 0, keys, 0, Dv, vp);
       ws.call = call, ws.k_at = km.p, ws.v_at = vm.p, ws.keys = keys;
     }
-    const index_t i0 = t % q_blocks * Br, br = std::min(Br, Sq - i0);
+    const index_t i0 = t % q_blocks * Br, br = std::min(Br, sq - i0);
     T* qs = ws.q.get(Br * D);
     T* s = ws.s.get(Br * lds);
     T* o = ws.o.get(Br * ldo);
@@ -223,16 +226,16 @@ void attention_blocks(const N& n, Finish&& finish) {
       for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
       m[r] = neg_inf, l[r] = T(0);
     }
-    const index_t kend = n.visible(i0 + br - 1, keys); // keys any row of the block sees
+    const index_t kend = n.visible(i0 + br - 1, keys, sq); // keys any row of the block sees
     for (index_t c0 = 0; c0 < kend; c0 += Bc) {
       // Per panel of MR rows, only the keys its last row sees (a causal mask skips whole tiles).
       for (index_t r0 = 0; r0 < br; r0 += MR) {
         const index_t rows = std::min(MR, br - r0);
-        const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys) - c0, 0, Bc);
+        const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys, sq) - c0, 0, Bc);
         for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
         for (index_t r = r0; r < r0 + rows; ++r) {
           const bool first = l[r] == T(0); // O is still 0: no rescale needed
-          const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys) - c0), kc, m[r], l[r]);
+          const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys, sq) - c0), kc, m[r], l[r]);
           if (alpha != T(1) && !first)
             for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
         }
@@ -243,7 +246,7 @@ void attention_blocks(const N& n, Finish&& finish) {
     finish(idx, i0, br, o, ldo, m, l);
   };
 
-  run_attention_tasks(batches * q_blocks, 2.0 * double(Sq) * double(Sk) * double(D + Dv) * double(batches), task);
+  run_attention_tasks(batches * q_blocks, 2.0 * double(sq) * double(Sk) * double(D + Dv) * double(batches), task);
 }
 
 // The offset of batch element idx (the leading R - 2 indices) in leaf L.
@@ -268,6 +271,13 @@ void run_attention(const Dst& dst, const N& n) {
       dst.data()[Dst::offset_of(idx.data())] = static_cast<typename Dst::value_type>(n.at(idx.data()));
     }
   } else {
+    // Bounded queries (upto<N>, the destination's length) and keys (k's: at most the first_keys read).
+    index_t sq = N::Sq, nk = -1;
+    if constexpr (S::has_bounded) sq = dst.length();
+    if constexpr (N::k_type::shape_type::has_bounded) {
+      detail::find_length(detail::get<1>(n.args), nk);
+      nk = std::min(nk, n.keys);
+    }
     attention_blocks(n, [&](const auto& idx, index_t i0, index_t br, T* o, index_t ldo, const T*, const T* l) {
       // O / l; a row that saw no key (l = 0) is 0.
       const index_t off = batch_offset<Dst>(idx);
@@ -280,7 +290,7 @@ void run_attention(const Dst& dst, const N& n) {
         for (index_t e = 0; e < ldv; e += W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
         for (index_t e = 0; e < N::Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
       }
-    });
+    }, sq, nk);
   }
 }
 } // namespace tenfold::cpu

@@ -3,6 +3,7 @@
 // compile-time check that names the rest), and the run-time length the tree's bounded leaves share.
 // Backend-independent: each evaluator asks these before it runs a tree.
 #include "tenfold/core/children.hpp"
+#include "tenfold/core/attention_node.hpp"
 #include "tenfold/core/error.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/matmul_node.hpp"
@@ -20,23 +21,34 @@ struct touches_bounded {
 };
 
 // What evaluates over an upto<N> extent so far: leaves, scalars, elementwise ops (with broadcasting),
-// reductions (over the bounded axis too), and a matmul of a [upto<M>, K] matrix by a static one. Anything else that meets one is refused by name at compile time.
+// reductions (over the bounded axis too), a matmul of a [upto<M>, K] matrix by a static one, and
+// one head's attention over [upto<S>, D] queries (and keys). Anything else that meets one is refused by name at compile time.
 template <class N>
 struct refuses_bounded {
   static constexpr bool child_bounded =
       []<class... C>(detail::tuple<C...>*) { return (false || ... || C::shape_type::has_bounded); }(static_cast<children_t<N>*>(nullptr));
   static constexpr bool value = [] {
     // a view of a bounded tensor that drops the bound (a slice, a transpose, a reshape)
-    if constexpr (is_leaf_v<N>) return has_length<typename N::holder_type> && !N::shape_type::has_bounded;
+    // (or reverses it: a flip of the bounded axis would run from its capacity, not its length)
+    if constexpr (is_leaf_v<N>) return has_length<typename N::holder_type> && (!N::shape_type::has_bounded || N::strides[0] < 0);
     else if constexpr (is_terminal_v<N> || is_map_node_v<N> || is_let_node_v<N>) return false;
     else if constexpr (is_reduce_node_v<N>) return false; // (over the bounded axis too: the count is the length's)
+    else if constexpr (is_attention_node_v<N>) { // one head, [upto<S>, D]: bounded queries, keys bounded or static
+      using Q = typename N::q_type::shape_type;
+      using K = typename N::k_type::shape_type;
+      using V = typename N::v_type::shape_type;
+      return child_bounded && !(N::rank == 2 && Q::rank == 2 && Q::has_bounded && K::has_bounded == V::has_bounded &&
+                                std::is_floating_point_v<compute_t<typename N::value_type>>);
+    }
     else if constexpr (is_matmul_node_v<N>) // a matrix of a bounded number of rows times a static one
       return child_bounded && !(N::rank == 2 && N::a_type::rank == 2 && N::a_type::shape_type::has_bounded &&
                                 !N::b_type::shape_type::has_bounded);
     else if constexpr (plan::is_view_node_v<N>) {
       // a broadcast of a reduction's result back along its axes: the bounded axis maps to itself
       using M = typename N::map_type;
-      if constexpr (!is_affine_map_v<M>) return child_bounded || N::shape_type::has_bounded;
+      if constexpr (is_reshape_map_v<M>) // (bounded in and out: it kept the first axis, core/view.hpp)
+        return M::in_shape::has_bounded != N::shape_type::has_bounded;
+      else if constexpr (!is_affine_map_v<M>) return child_bounded || N::shape_type::has_bounded;
       else if constexpr (!M::in_shape::has_bounded) return N::shape_type::has_bounded && M::src[0] >= 0; // (a static 1 broadcast: fine)
       else return !(N::shape_type::has_bounded && M::in_shape::dims[0] == N::shape_type::dims[0] && M::src[0] == 0 &&
                     M::scale[0] == 1 && M::off[0] == 0);
@@ -48,7 +60,8 @@ template <class N>
 struct check_bounded_support {
   static_assert(!any_node<refuses_bounded, N>(),
                 "tenfold: an upto<N> extent reaches an operation or a view that does not support bounded extents yet "
-                "(so far: elementwise ops, broadcasting, reductions, and matmul of [upto<M>, K] by a static matrix)");
+                "(so far: elementwise ops, broadcasting, reductions, matmul of [upto<M>, K] by a static matrix, and "
+                "one head's attention over [upto<S>, D])");
   static constexpr bool ok = true;
 };
 
