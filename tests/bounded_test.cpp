@@ -410,6 +410,67 @@ TEST_CASE("upto<N>: views that keep the bounded axis, and a multi-head attention
   }
 }
 
+TEST_CASE("upto<N>: an embedding at bounded token ids, fused with a layer_norm, checks only the active ids") {
+  constexpr index_t V = 50, W = 24;
+  Tensor<float, shape<V, W>> table;
+  Tensor<float, shape<W>> g, b;
+  fill(table, 31);
+  fill(g, 32);
+  fill(b, 34);
+  Tensor<std::int32_t, shape<64>> all_ids;
+  for (index_t i = 0; i < 64; ++i) all_ids(i) = std::int32_t((i * 7 + 3) % V);
+  for (index_t n : {index_t(1), index_t(17), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<std::int32_t, shape<upto<64>>> ids;
+    STATIC_REQUIRE(std::is_same_v<decltype(embedding(table, ids))::shape_type, shape<upto<64>, W>>);
+    load(ids, all_ids, n);
+    // the inactive ids are out of the vocabulary: never checked, never read
+    for (index_t i = n; i < 64; ++i) ids.data()[i] = std::int32_t(V + 1000);
+    Tensor<float, shape<upto<64>, W>> x;
+    poison(x);
+    x = layer_norm(embedding(table, ids), g, b);
+    const Tensor<float, shape<64, W>> want = layer_norm(embedding(table, all_ids), g, b);
+    check_rows(x, want, n, 1e-5);
+    // an active id out of range is an error naming it
+    ids.data()[n - 1] = std::int32_t(V);
+    CHECK_THROWS_WITH(x = embedding(table, ids), Catch::Contains("index 50") && Catch::Contains("of extent 50"));
+  }
+}
+
+TEST_CASE("upto<N>: rope over bounded positions with tables of the same length") {
+  constexpr index_t D = 16, H = 3;
+  rope_tables<float, 64, D> full_tables;
+  rope_tables<float, upto<64>, D> tables;
+  CHECK(tables.cos.length() == 64);
+  Tensor<float, shape<64, H * D>> xs;
+  fill(xs, 33);
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<64>, H * D>> x;
+    load(x, xs, n);
+    tables.first(n);
+    // each head's column slice rotated, written into the output's column slice
+    Tensor<float, shape<upto<64>, H * D>> out;
+    poison(out);
+    [&]<index_t... h>(std::integer_sequence<index_t, h...>) {
+      (eval(slice<whole, range<h * D, (h + 1) * D>>(out), rope(slice<whole, range<h * D, (h + 1) * D>>(x), tables.cos, tables.sin)), ...);
+    }(std::make_integer_sequence<index_t, H>{});
+    Tensor<float, shape<64, H * D>> want;
+    [&]<index_t... h>(std::integer_sequence<index_t, h...>) {
+      (eval(slice<whole, range<h * D, (h + 1) * D>>(want),
+            rope(slice<whole, range<h * D, (h + 1) * D>>(xs), full_tables.cos, full_tables.sin)),
+       ...);
+    }(std::make_integer_sequence<index_t, H>{});
+    check_rows(out, want, n, 1e-6);
+  }
+  CHECK_THROWS_AS(tables.first(65), error);
+  // tables of another length than x's: an error before anything is written
+  Tensor<float, shape<upto<64>, D>> x, out;
+  x.set_length(5);
+  tables.first(6);
+  CHECK_THROWS_WITH(out = rope(x, tables.cos, tables.sin), Catch::Contains("different lengths (5 and 6)"));
+}
+
 TEST_CASE("upto<N>: operands of different lengths are an error and write nothing") {
   Tensor<float, shape<upto<8>, 4>> a, b, out;
   a.set_length(3);

@@ -1,8 +1,9 @@
 #pragma once
 // Generating text with the decoder of model.hpp and a KV cache. The cache is state: per layer, the rotated
 // keys and the values of the positions seen so far ([1, heads, context, head_dim] each, its capacity the
-// training context). A prompt is prefilled in one pass (the training forward pass over a window of
-// `context` positions, causal, writing every layer's keys and values into the cache); then each decode
+// training context). A prompt is prefilled in one pass (the training forward pass over the window's
+// positions only: [upto<context>] rows, issue 16's bounded extents; causal, writing every layer's keys
+// and values into the cache); then each decode
 // step runs one position: its q, k and v, k and v appended to the cache, attention of q over the first
 // `length` keys (attention(..., first_keys(length))), and the rest of the block on one row.
 //
@@ -21,6 +22,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "model.hpp"
 
@@ -44,9 +46,14 @@ struct generator {
   };
   std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
   template <class D, class E>
-  void set(D& dst, E&& e) {
+  void set(D&& dst, E&& e) { // (dst: a tensor or a view of one)
     static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::generator::arena_bytes is too small for this expression");
-    eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+    eval(std::forward<D>(dst), std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+  }
+  // f.template operator()<c>() for each head's first column c
+  template <class F>
+  static void each_head(F&& f) {
+    [&]<index_t... h>(std::integer_sequence<index_t, h...>) { (f.template operator()<h * head_dim>(), ...); }(std::make_integer_sequence<index_t, heads>{});
   }
 
   rope_tables<float, T, head_dim> rope;
@@ -57,12 +64,14 @@ struct generator {
   std::size_t begin = 0;
   std::int32_t held[T]{};
 
-  // prefill: a window of T positions (the prompt, then padding the causal mask keeps out of it)
-  Tensor<std::int32_t, shape<T>> ids;
-  Tensor<float, shape<T, width>> x, x2, y;
-  Tensor<float, shape<T, 3 * width>> qkv;
-  Tensor<float, shape<T, hidden>> a;
-  Tensor<float, shape<T, V>> all_logits;
+  // prefill: the window's positions, as many as it has (upto<T> rows: the arena and these buffers are
+  // planned for T, the loops run to the length)
+  rope_tables<float, upto<T>, head_dim> window_rope;
+  Tensor<std::int32_t, shape<upto<T>>> ids;
+  Tensor<float, shape<upto<T>, width>> x, x2, y, q, kr; // q, kr: the heads' rotated queries and keys, side by side
+  Tensor<float, shape<upto<T>, 3 * width>> qkv;
+  Tensor<float, shape<upto<T>, hidden>> a;
+  Tensor<float, shape<upto<T>, V>> all_logits;
   // one decode step
   Tensor<std::int32_t, shape<1>> id;
   Tensor<float, shape<1, width>> x1, x21, y1;
@@ -88,18 +97,35 @@ struct generator {
     return prefill(p, window);
   }
 
-  // The window's tokens in one pass (1 <= size <= T): the cache filled with positions [0, size).
+  // The window's tokens in one pass (1 <= size <= T): the cache filled with positions [0, size). Each
+  // head's queries and keys are rotated and attended over on its columns of qkv (the bounded axis stays
+  // first: [upto<T>, head_dim] slices).
   std::span<const float> prefill(const parameters<V>& p, std::span<const std::int32_t> window) {
     const index_t n = index_t(window.size());
     if (n < 1 || n > T) throw error(detail::message("gpt::generator: a prefill of ", n, " tokens; the cache holds 1 to ", T));
-    for (index_t i = 0; i < T; ++i) ids(i) = i < n ? window[std::size_t(i)] : 0;
+    ids.set_length(n);
+    for (index_t i = 0; i < n; ++i) ids(i) = window[std::size_t(i)];
+    window_rope.first(n);
+    const auto& cos = window_rope.cos;
+    const auto& sin = window_rope.sin;
     set(x, embedding(p.embed, ids));
     for (index_t l = 0; l < layers; ++l) {
       const auto& b = p.blocks[l];
       set(qkv, attention_in(x, b.ln1, b.qkv));
-      set(k[l], rotated_head<1, 1, T>(qkv, rope.cos, rope.sin));
-      set(v[l], head<2, 1, T>(qkv));
-      set(y, merge_heads<1, T>(attention(rotated_head<0, 1, T>(qkv, rope.cos, rope.sin), k[l], v[l], causal)));
+      each_head([&]<index_t c>() { // c: the head's first column
+        set(slice<whole, range<c, c + head_dim>>(q), tenfold::rope(slice<whole, range<c, c + head_dim>>(qkv), cos, sin));
+        set(slice<whole, range<c, c + head_dim>>(kr), tenfold::rope(slice<whole, range<width + c, width + c + head_dim>>(qkv), cos, sin));
+      });
+      each_head([&]<index_t c>() {
+        set(slice<whole, range<c, c + head_dim>>(y),
+            attention(slice<whole, range<c, c + head_dim>>(q), slice<whole, range<c, c + head_dim>>(kr),
+                      slice<whole, range<2 * width + c, 2 * width + c + head_dim>>(qkv), causal));
+      });
+      for (index_t h = 0; h < heads; ++h) // into the cache
+        for (index_t i = 0; i < n; ++i) {
+          std::memcpy(&k[l](0, h, i, 0), &kr(i, h * head_dim), sizeof(float) * head_dim);
+          std::memcpy(&v[l](0, h, i, 0), &qkv(i, 2 * width + h * head_dim), sizeof(float) * head_dim);
+        }
       set(x2, residual(x, y, b.proj));
       set(a, mlp_in(x2, b.ln2, b.up));
       set(x, mlp_out(x2, a, b.down));

@@ -22,24 +22,29 @@
 
 namespace tenfold::detail {
 
+// (The indices' extents as written: a bounded first axis of token ids, [upto<T>], gives an embedding of
+// [upto<T>, D] rows.)
 template <int Axis, class S, class I>
 constexpr dims_t<S::rank + I::rank - 1> take_dims() {
   dims_t<S::rank + I::rank - 1> d{};
   int k = 0;
   for (int a = 0; a < Axis; ++a) d[k++] = S::dims[a];
-  for (int a = 0; a < I::rank; ++a) d[k++] = I::dims[a];
+  for (int a = 0; a < I::rank; ++a) d[k++] = I::extents[a];
   for (int a = Axis + 1; a < S::rank; ++a) d[k++] = S::dims[a];
   return d;
 }
 
 // Every value of the index leaf ids in [0, Extent), else a tenfold::error naming the index, its position,
 // the axis and the extent (the check of take and of its adjoint, core/scatter_node.hpp). source() names
-// the source in that message: called only then (a valid lookup allocates nothing).
+// the source in that message: called only then (a valid lookup allocates nothing). Indices of a bounded
+// shape ([upto<T>]): those of its first length() rows (the rest are never read).
 template <index_t Extent, class Ids>
 void check_index_values(const Ids& ids, const char* what, int axis, std::string (*source)()) {
   using IS = typename Ids::shape_type;
   index_t at_[IS::rank > 0 ? IS::rank : 1] = {};
-  for (index_t k = 0; k < IS::size; ++k) {
+  index_t count = IS::size;
+  if constexpr (IS::has_bounded) count = active_part<IS>(IS::size, ids.length());
+  for (index_t k = 0; k < count; ++k) {
     unravel<IS>(k, at_);
     const auto v = ids.data()[ids.offset_of(at_)];
     if (v < 0 || v >= Extent) {

@@ -51,6 +51,17 @@ class gemm_workspace {
     return w;
   }
   void grow_to_largest() { a.grow_to_largest(), b.grow_to_largest(), c.grow_to_largest(); }
+  // Room for any part of a product of up to `rows` rows into `cols` columns with k slices of up to kc
+  // and row blocks of up to mc (bounds of what gemm_range and gemm_dot_rows ask for): a product whose
+  // rows are a run-time length (upto<M>) reserves its capacity's, so that a later, longer run of it
+  // allocates nothing (after prepare_scratch has grown every thread's buffers to these).
+  void reserve(index_t rows, index_t cols, index_t kc, index_t mc) {
+    constexpr index_t NR = gemm_tile<T>::NR, W = gemm_tile<T>::W;
+    const index_t np = (cols + NR - 1) / NR * NR;
+    c.get(rows * (np + W));
+    a.get(std::min(mc, rows) * ((kc + W - 1) / W * W) + W);
+    b.get(kc * np);
+  }
 };
 
 // Where C goes: straight into the destination (direct), or into scratch blocks handed to an epilogue.

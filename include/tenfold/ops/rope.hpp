@@ -6,7 +6,9 @@
 //   rope(x, cos, sin) = x · cos + rotate_half(x) · sin,   rotate_half([x1, x2]) = [-x2, x1]
 //
 // x [..., T, D] (D even: heads and batch axes lead), cos and sin [T, D] with each angle's cosine and sine
-// in both halves (what transformers' rotary embedding returns; `rope_tables` makes them). A composite,
+// in both halves (what transformers' rotary embedding returns; `rope_tables` makes them). For a bounded
+// number of positions, x [upto<T>, D] (a prefill's), the tables are [upto<T>, D] of the same length
+// (`rope_tables::first(n)` gives them). A composite,
 // not a kernel: the halves are an axis of 2 ([..., T, 2, D/2]) and rotate_half is a flip of that axis
 // times [-1, 1], so the whole is one elementwise pass, computed in that shape into a buffer (a let) of
 // which [..., T, D] is a view. Its derivative is what the autodiff walk derives from this form (a flip's
@@ -26,7 +28,8 @@ template <class X, class C, class S>
 struct check_rope {
   static constexpr bool rank_ok = X::rank >= 2;
   static_assert(rank_ok, "tenfold::rope: x needs rank >= 2 ([..., positions, features])");
-  static constexpr index_t T = rank_ok ? X::dims[X::rank - 2] : 0, D = rank_ok ? X::dims[X::rank - 1] : 0;
+  // (T as written: positions [upto<T>] of a prefill take tables of as many rows, [upto<T>, D])
+  static constexpr index_t T = rank_ok ? X::extents[X::rank - 2] : 0, D = rank_ok ? X::dims[X::rank - 1] : 0;
   static constexpr bool even = D % 2 == 0;
   static_assert(even, "tenfold::rope: the feature extent D of x [..., T, D] must be even (pairs i, i + D/2)");
   static constexpr bool tables_ok = std::is_same_v<C, shape<T, D>> && std::is_same_v<S, shape<T, D>>;
@@ -37,7 +40,7 @@ struct check_rope {
 template <class X>
 constexpr auto rope_pair_dims() {
   dims_t<X::rank + 1> d{};
-  for (int i = 0; i + 1 < X::rank; ++i) d[i] = X::dims[i];
+  for (int i = 0; i + 1 < X::rank; ++i) d[i] = X::extents[i]; // (a bounded axis kept bounded)
   d[X::rank - 1] = 2;
   d[X::rank] = X::dims[X::rank - 1] / 2;
   return d;
@@ -66,18 +69,25 @@ auto rope(X&& x, C&& cos, S&& sin) {
 }
 
 // The [T, D] cos and sin tables of rope for positions 0 .. T-1: θ(t, i) = t · base^(-2i/D), each in both
-// halves. Computed in double, rounded once.
+// halves. Computed in double, rounded once. With T = upto<N> they are [upto<N>, D], every row filled
+// and the length N; set_length(n) on both (first(n)) makes them the tables of a prefill of n positions.
 template <class E, index_t T, index_t D>
 struct rope_tables {
   static_assert(D % 2 == 0, "tenfold::rope_tables: D must be even");
   Tensor<E, shape<T, D>> cos, sin;
   explicit rope_tables(double base = 10000.0) {
-    for (index_t t = 0; t < T; ++t)
+    for (index_t t = 0; t < detail::capacity_of(T); ++t)
       for (index_t i = 0; i < D / 2; ++i) {
         const double theta = double(t) * std::pow(base, -2.0 * double(i) / double(D));
         cos(t, i) = cos(t, i + D / 2) = E(std::cos(theta));
         sin(t, i) = sin(t, i + D / 2) = E(std::sin(theta));
       }
+  }
+  // The first n positions' tables (bounded T only): n outside 0..N is a tenfold::error.
+  rope_tables& first(index_t n) requires(detail::is_bounded(T)) {
+    cos.set_length(n);
+    sin.set_length(n);
+    return *this;
   }
 };
 } // namespace tenfold

@@ -5,6 +5,7 @@
 #include "tenfold/core/children.hpp"
 #include "tenfold/core/attention_node.hpp"
 #include "tenfold/core/error.hpp"
+#include "tenfold/core/gather_node.hpp"
 #include "tenfold/core/let.hpp"
 #include "tenfold/core/matmul_node.hpp"
 #include "tenfold/core/view.hpp"
@@ -21,7 +22,7 @@ struct touches_bounded {
 };
 
 // What evaluates over an upto<N> extent so far: leaves, scalars, elementwise ops (with broadcasting),
-// reductions (over the bounded axis too), a matmul of a [upto<M>, K] matrix by a static one, and
+// reductions (over the bounded axis too), take/embedding at bounded indices, a matmul of a [upto<M>, K] matrix by a static one, and
 // one head's attention over [upto<S>, D] queries (and keys). Anything else that meets one is refused by name at compile time.
 template <class N>
 struct refuses_bounded {
@@ -33,6 +34,9 @@ struct refuses_bounded {
     if constexpr (is_leaf_v<N>) return has_length<typename N::holder_type> && (!N::shape_type::has_bounded || N::strides[0] < 0);
     else if constexpr (is_terminal_v<N> || is_map_node_v<N> || is_let_node_v<N>) return false;
     else if constexpr (is_reduce_node_v<N>) return false; // (over the bounded axis too: the count is the length's)
+    // a lookup in a static source at indices of a bounded shape (an embedding of [upto<T>] token ids);
+    // only the active indices are checked and read
+    else if constexpr (is_take_node_v<N>) return N::source_shape::has_bounded;
     else if constexpr (is_attention_node_v<N>) { // one head, [upto<S>, D]: bounded queries, keys bounded or static
       using Q = typename N::q_type::shape_type;
       using K = typename N::k_type::shape_type;
@@ -49,7 +53,11 @@ struct refuses_bounded {
       if constexpr (is_reshape_map_v<M>) // (bounded in and out: it kept the first axis, core/view.hpp)
         return M::in_shape::has_bounded != N::shape_type::has_bounded;
       else if constexpr (!is_affine_map_v<M>) return child_bounded || N::shape_type::has_bounded;
-      else if constexpr (!M::in_shape::has_bounded) return N::shape_type::has_bounded && M::src[0] >= 0; // (a static 1 broadcast: fine)
+      else if constexpr (!M::in_shape::has_bounded) { // a static operand: fine broadcast along the bounded axis
+        for (int j = 0; j < M::in_shape::rank; ++j)  // (not read along it: no in-axis follows out-axis 0)
+          if (M::src[j] == 0 && M::scale[j] != 0) return N::shape_type::has_bounded;
+        return false;
+      }
       else return !(N::shape_type::has_bounded && M::in_shape::dims[0] == N::shape_type::dims[0] && M::src[0] == 0 &&
                     M::scale[0] == 1 && M::off[0] == 0);
     }
@@ -60,7 +68,7 @@ template <class N>
 struct check_bounded_support {
   static_assert(!any_node<refuses_bounded, N>(),
                 "tenfold: an upto<N> extent reaches an operation or a view that does not support bounded extents yet "
-                "(so far: elementwise ops, broadcasting, reductions, matmul of [upto<M>, K] by a static matrix, and "
+                "(so far: elementwise ops, broadcasting, reductions, take/embedding at bounded indices, matmul of [upto<M>, K] by a static matrix, and "
                 "one head's attention over [upto<S>, D])");
   static constexpr bool ok = true;
 };
