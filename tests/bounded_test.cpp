@@ -1,9 +1,10 @@
-// Bounded run-time extents (shape<upto<N>, ...>, issue 16 item 1): a tensor whose first axis holds up
-// to N rows and a run-time length of them. Each op family that takes them so far (elementwise with
-// broadcasting, row-fused composites, reductions, matmul of bounded rows) is compared, at lengths 1, an
-// odd length and the capacity, with the same expression over static shapes (or, where the bounded axis
-// is reduced, with plain loops over the active rows); rows past the length are never written; lengths
-// that disagree or exceed the capacity are errors.
+// Bounded run-time extents (shape<upto<N>, ...>, issue 16 item 1): a tensor one of whose axes (the
+// first, or a middle one: [H, upto<T>, D]) holds up to N positions and a run-time length of them. Each op
+// family that takes them so far (elementwise with broadcasting, row-fused composites, reductions,
+// lookups, rope, matmul of bounded rows, attention, views that carry the bound) is compared, at lengths
+// 1, an odd length and the capacity, with the same expression over static shapes (or, where the bounded
+// axis is reduced, with plain loops over the active rows); elements past the length are never written;
+// lengths that disagree or exceed the capacity are errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -487,3 +488,110 @@ TEST_CASE("upto<N>: operands of different lengths are an error and write nothing
   out = a + b;
   CHECK(out.length() == 3);
 }
+
+namespace {
+// [A, upto<T>, W] (bounded axis 1) against the static [A, T, W] over the active positions; the rest
+// still the sentinel.
+template <class T, class B, class S>
+void check_middle(const Tensor<T, B>& got, const Tensor<T, S>& want, index_t length, double tol) {
+  static_assert(B::rank == 3 && B::bounded_axis == 1 && B::size == S::size);
+  REQUIRE(got.length() == length);
+  double worst = 0;
+  index_t touched = 0;
+  for (index_t a = 0; a < B::dims[0]; ++a)
+    for (index_t t = 0; t < B::dims[1]; ++t)
+      for (index_t w = 0; w < B::dims[2]; ++w) {
+        const index_t k = (a * B::dims[1] + t) * B::dims[2] + w;
+        if (t < length) worst = std::max(worst, double(std::fabs(got.data()[k] - want.data()[k])));
+        else touched += got.data()[k] != T(sentinel);
+      }
+  CHECK(worst <= tol);
+  CHECK(touched == 0);
+}
+} // namespace
+
+TEST_CASE("upto<N> on a middle axis: elementwise ops, rows, reductions and lookups run over its active positions") {
+  constexpr index_t A = 3, T = 8, W = 20;
+  Tensor<float, shape<A, T, W>> xs;
+  Tensor<float, shape<W>> g, b;
+  Tensor<float, shape<A, 1, W>> c;
+  fill(xs, 41);
+  fill(g, 42);
+  fill(b, 43);
+  fill(c, 44);
+  STATIC_REQUIRE(shape<A, upto<T>, W>::bounded_axis == 1);
+  for (index_t n : {index_t(1), index_t(5), index_t(8)}) {
+    INFO("length " << n);
+    Tensor<float, shape<A, upto<T>, W>> x, out;
+    load(x, xs, n);
+    poison(out);
+    out = exp(x) * g + c;
+    check_middle(out, Tensor<float, shape<A, T, W>>(exp(xs) * g + c), n, 1e-6);
+    poison(out);
+    out = softmax(x);
+    check_middle(out, Tensor<float, shape<A, T, W>>(softmax(xs)), n, 1e-7);
+    poison(out);
+    out = layer_norm(x, g, b);
+    check_middle(out, Tensor<float, shape<A, T, W>>(layer_norm(xs, g, b)), n, 1e-5);
+    // a reduction over the last axis keeps the bound on axis 1; over axis 0, the bound moves to axis 0
+    Tensor<float, shape<A, upto<T>, 1>> rows;
+    poison(rows);
+    rows = sum(square(x), axis<-1>, keepdims);
+    check_middle(rows, Tensor<float, shape<A, T, 1>>(sum(square(xs), axis<-1>, keepdims)), n, 1e-5);
+    Tensor<float, shape<upto<T>, W>> cols;
+    poison(cols);
+    cols = max(x, axis<0>);
+    check_rows(cols, Tensor<float, shape<T, W>>(max(xs, axis<0>)), n, 0);
+    // a lookup at [A, upto<T>, 1] ids (seen as [A, upto<T>, 4]): only the active ones are checked and read
+    Tensor<std::int32_t, shape<A, upto<T>, 1>> ids;
+    ids.set_length(n);
+    Tensor<std::int32_t, shape<A, T, 1>> all_ids;
+    for (index_t i = 0; i < A * T; ++i) all_ids.data()[i] = std::int32_t((i * 5 + 1) % W);
+    for (index_t i = 0; i < A * T; ++i) ids.data()[i] = i % T < n ? all_ids.data()[i] : std::int32_t(1000);
+    Tensor<float, shape<W, 4>> table;
+    fill(table, 45);
+    Tensor<float, shape<A, upto<T>, 4>> e;
+    poison(e);
+    e = reshape<A, upto<T>, 4>(embedding(table, ids));
+    check_middle(e, Tensor<float, shape<A, T, 4>>(reshape<A, T, 4>(embedding(table, all_ids))), n, 0);
+  }
+  // element access and printing stop at the length of the middle axis
+  Tensor<float, shape<2, upto<3>, 2>> p;
+  for (index_t i = 0; i < 12; ++i) p.data()[i] = float(i);
+  p.set_length(1);
+  CHECK_THROWS_AS(p(0, 1, 0), error);
+  CHECK(p(1, 0, 1) == 7.f);
+  Tensor<float, shape<2, 1, 2>> q;
+  q(0, 0, 0) = 0, q(0, 0, 1) = 1, q(1, 0, 0) = 6, q(1, 0, 1) = 7;
+  CHECK(to_string(p) == to_string(q));
+}
+
+TEST_CASE("upto<N>: a permutation carries the bound, so that multi-head attention over [H, upto<T>, D] is one call") {
+  constexpr index_t H = 3, D = 8, T = 64;
+  Tensor<float, shape<T, H * D>> qs, ks, vs;
+  fill(qs, 51);
+  fill(ks, 52);
+  fill(vs, 53);
+  // the static causal attention's first n rows are the bounded one's (row i reads keys 0..i)
+  const Tensor<float, shape<T, H * D>> want = reshape<T, H * D>(permute<1, 0, 2>(attention(
+      permute<1, 0, 2>(reshape<T, H, D>(qs)), permute<1, 0, 2>(reshape<T, H, D>(ks)), permute<1, 0, 2>(reshape<T, H, D>(vs)), causal)));
+  for (index_t n : {index_t(1), index_t(9), index_t(64)}) {
+    INFO("length " << n);
+    Tensor<float, shape<upto<T>, H * D>> q, k, v, out;
+    load(q, qs, n);
+    load(k, ks, n);
+    load(v, vs, n);
+    // [upto T, H * D] -> [H, upto T, D]: the bound moves with its axis
+    Tensor<float, shape<H, upto<T>, D>> heads;
+    STATIC_REQUIRE(std::is_same_v<decltype(permute<1, 0, 2>(reshape<upto<T>, H, D>(q)))::shape_type, shape<H, upto<T>, D>>);
+    poison(heads);
+    heads = permute<1, 0, 2>(reshape<upto<T>, H, D>(q));
+    check_middle(heads, Tensor<float, shape<H, T, D>>(permute<1, 0, 2>(reshape<T, H, D>(qs))), n, 0);
+    poison(out);
+    out = reshape<upto<T>, H * D>(permute<1, 0, 2>(attention(permute<1, 0, 2>(reshape<upto<T>, H, D>(q)),
+                                                             permute<1, 0, 2>(reshape<upto<T>, H, D>(k)),
+                                                             permute<1, 0, 2>(reshape<upto<T>, H, D>(v)), causal)));
+    check_rows(out, want, n, 1e-5);
+  }
+}
+

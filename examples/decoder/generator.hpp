@@ -50,11 +50,6 @@ struct generator {
     static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::generator::arena_bytes is too small for this expression");
     eval(std::forward<D>(dst), std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
-  // f.template operator()<c>() for each head's first column c
-  template <class F>
-  static void each_head(F&& f) {
-    [&]<index_t... h>(std::integer_sequence<index_t, h...>) { (f.template operator()<h * head_dim>(), ...); }(std::make_integer_sequence<index_t, heads>{});
-  }
 
   rope_tables<float, T, head_dim> rope;
   // the KV cache: positions [0, length) of the window starting at text position `begin`, whose tokens are
@@ -68,7 +63,8 @@ struct generator {
   // planned for T, the loops run to the length)
   rope_tables<float, upto<T>, head_dim> window_rope;
   Tensor<std::int32_t, shape<upto<T>>> ids;
-  Tensor<float, shape<upto<T>, width>> x, x2, y, q, kr; // q, kr: the heads' rotated queries and keys, side by side
+  Tensor<float, shape<upto<T>, width>> x, x2, y;
+  Tensor<float, shape<heads, upto<T>, head_dim>> q, kr, vh; // the heads' rotated queries and keys, and values
   Tensor<float, shape<upto<T>, 3 * width>> qkv;
   Tensor<float, shape<upto<T>, hidden>> a;
   Tensor<float, shape<upto<T>, V>> all_logits;
@@ -97,35 +93,27 @@ struct generator {
     return prefill(p, window);
   }
 
-  // The window's tokens in one pass (1 <= size <= T): the cache filled with positions [0, size). Each
-  // head's queries and keys are rotated and attended over on its columns of qkv (the bounded axis stays
-  // first: [upto<T>, head_dim] slices).
+  // The window's tokens in one pass (1 <= size <= T): the cache filled with positions [0, size). The
+  // heads as [heads, upto<T>, head_dim] (permuted views of qkv's columns: the bound moves with its axis).
   std::span<const float> prefill(const parameters<V>& p, std::span<const std::int32_t> window) {
     const index_t n = index_t(window.size());
     if (n < 1 || n > T) throw error(detail::message("gpt::generator: a prefill of ", n, " tokens; the cache holds 1 to ", T));
     ids.set_length(n);
     for (index_t i = 0; i < n; ++i) ids(i) = window[std::size_t(i)];
     window_rope.first(n);
-    const auto& cos = window_rope.cos;
-    const auto& sin = window_rope.sin;
+    const auto heads_of = [](const auto& cols) { return permute<1, 0, 2>(reshape<upto<T>, heads, head_dim>(cols)); };
     set(x, embedding(p.embed, ids));
     for (index_t l = 0; l < layers; ++l) {
       const auto& b = p.blocks[l];
       set(qkv, attention_in(x, b.ln1, b.qkv));
-      each_head([&]<index_t c>() { // c: the head's first column
-        set(slice<whole, range<c, c + head_dim>>(q), tenfold::rope(slice<whole, range<c, c + head_dim>>(qkv), cos, sin));
-        set(slice<whole, range<c, c + head_dim>>(kr), tenfold::rope(slice<whole, range<width + c, width + c + head_dim>>(qkv), cos, sin));
-      });
-      each_head([&]<index_t c>() {
-        set(slice<whole, range<c, c + head_dim>>(y),
-            attention(slice<whole, range<c, c + head_dim>>(q), slice<whole, range<c, c + head_dim>>(kr),
-                      slice<whole, range<2 * width + c, 2 * width + c + head_dim>>(qkv), causal));
-      });
-      for (index_t h = 0; h < heads; ++h) // into the cache
-        for (index_t i = 0; i < n; ++i) {
-          std::memcpy(&k[l](0, h, i, 0), &kr(i, h * head_dim), sizeof(float) * head_dim);
-          std::memcpy(&v[l](0, h, i, 0), &qkv(i, 2 * width + h * head_dim), sizeof(float) * head_dim);
-        }
+      set(q, tenfold::rope(heads_of(slice<whole, range<0, width>>(qkv)), window_rope.cos, window_rope.sin));
+      set(kr, tenfold::rope(heads_of(slice<whole, range<width, 2 * width>>(qkv)), window_rope.cos, window_rope.sin));
+      set(vh, heads_of(slice<whole, range<2 * width, 3 * width>>(qkv)));
+      set(y, reshape<upto<T>, width>(permute<1, 0, 2>(attention(q, kr, vh, causal))));
+      for (index_t h = 0; h < heads; ++h) { // into the cache: the same layout, [heads, T, head_dim]
+        std::memcpy(&k[l](0, h, 0, 0), &kr(h, 0, 0), sizeof(float) * std::size_t(n * head_dim));
+        std::memcpy(&v[l](0, h, 0, 0), &vh(h, 0, 0), sizeof(float) * std::size_t(n * head_dim));
+      }
       set(x2, residual(x, y, b.proj));
       set(a, mlp_in(x2, b.ln2, b.up));
       set(x, mlp_out(x2, a, b.down));

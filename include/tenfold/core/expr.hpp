@@ -109,12 +109,12 @@ struct leaf : node_tag {
   static constexpr index_t offset = Offset;
   static constexpr bool contiguous = Offset == 0 && Strides == strides_of<S>;
   using holder_type = Holder;
-  // Does it read along a bounded first axis? (A static operand broadcast along one has stride 0 there.)
-  static constexpr bool reads_bounded = S::has_bounded && Strides[0] != 0;
+  // Does it read along a bounded axis? (A static operand broadcast along one has stride 0 there.)
+  static constexpr bool reads_bounded = S::has_bounded && Strides[S::has_bounded ? S::bounded_axis : 0] != 0;
   Holder holder;
 
   TENFOLD_HD T* data() const { return const_cast<T*>(holder.data()); }
-  // The run-time length of the bounded first axis.
+  // The run-time length of the bounded axis.
   index_t length() const requires(S::has_bounded) { return holder.length(); }
   TENFOLD_HD static constexpr index_t offset_of(const index_t* idx) {
     index_t o = Offset;

@@ -37,7 +37,7 @@ constexpr dims_t<S::rank + I::rank - 1> take_dims() {
 // Every value of the index leaf ids in [0, Extent), else a tenfold::error naming the index, its position,
 // the axis and the extent (the check of take and of its adjoint, core/scatter_node.hpp). source() names
 // the source in that message: called only then (a valid lookup allocates nothing). Indices of a bounded
-// shape ([upto<T>]): those of its first length() rows (the rest are never read).
+// shape ([upto<T>]): the active ones, below length() on the bounded axis (the rest are never read).
 template <index_t Extent, class Ids>
 void check_index_values(const Ids& ids, const char* what, int axis, std::string (*source)()) {
   using IS = typename Ids::shape_type;
@@ -45,7 +45,8 @@ void check_index_values(const Ids& ids, const char* what, int axis, std::string 
   index_t count = IS::size;
   if constexpr (IS::has_bounded) count = active_part<IS>(IS::size, ids.length());
   for (index_t k = 0; k < count; ++k) {
-    unravel<IS>(k, at_);
+    if constexpr (IS::has_bounded) unravel<IS>(active_at<IS>(k, ids.length()), at_);
+    else unravel<IS>(k, at_);
     const auto v = ids.data()[ids.offset_of(at_)];
     if (v < 0 || v >= Extent) {
       std::string where;

@@ -344,10 +344,16 @@ std::string format(const T* data, const index_t* dims, int rank) {
 template <class X>
   requires(detail::is_tensor_v<X>)
 std::string to_string(const X& t) {
-  if constexpr (X::shape_type::has_bounded) {
+  using S = typename X::shape_type;
+  if constexpr (S::has_bounded) {
     auto dims = X::shape;
-    dims[0] = t.length();
-    return detail::print::format(t.data(), dims.data(), X::rank);
+    dims[S::bounded_axis] = t.length();
+    if constexpr (S::bounded_axis == 0) return detail::print::format(t.data(), dims.data(), X::rank);
+    else { // (the active elements, gathered)
+      std::vector<std::remove_const_t<typename X::value_type>> active(std::size_t(detail::active_part<S>(S::size, t.length())));
+      for (std::size_t a = 0; a < active.size(); ++a) active[a] = t.data()[detail::active_at<S>(index_t(a), t.length())];
+      return detail::print::format(active.data(), dims.data(), X::rank);
+    }
   } else return detail::print::format(t.data(), X::shape.data(), X::rank);
 }
 template <class X>

@@ -21,23 +21,44 @@ namespace detail {
 constexpr bool is_bounded(index_t e) { return e >= bounded_flag; }
 constexpr index_t capacity_of(index_t e) { return is_bounded(e) ? e - bounded_flag : e; }
 
-// So far a bounded extent may only be a shape's first axis (rows of activations: the tokens of a
-// prefill), whose active part is then one contiguous prefix of the elements.
+// One bounded extent per shape so far: the rows of activations (a prefill's tokens, [upto<T>, D]) or a
+// head's positions ([B, H, upto<T>, D]). With the first axis bounded, the active elements are a prefix;
+// elsewhere, blocks of them (active_at).
 template <class S>
 struct check_bounded_axes {
   static_assert([] {
-    for (int i = 1; i < S::rank; ++i)
-      if (S::bounded[i]) return false;
-    return true;
-  }(), "tenfold::shape: an upto<N> extent is supported only as the first axis (so far)");
+    int n = 0;
+    for (int i = 0; i < S::rank; ++i) n += S::bounded[i] ? 1 : 0;
+    return n <= 1;
+  }(), "tenfold::shape: at most one upto<N> extent per shape (so far)");
   static constexpr bool ok = true;
 };
 
-// Of `full` elements (or rows, or outputs) that span a bounded first axis of S, those in its first
-// `length` rows.
+// Of `full` elements (or rows, or outputs) that span the bounded axis of S, those whose index on it is
+// below `length`.
 template <class S>
 constexpr index_t active_part(index_t full, index_t length) {
-  return S::dims[0] == 0 ? 0 : full / S::dims[0] * length;
+  constexpr index_t cap = S::dims[S::bounded_axis];
+  return cap == 0 ? 0 : full / cap * length;
+}
+
+// Where the a-th active one of those is among all: elements of S or rows of its first K axes (K > the
+// bounded axis). A bounded first axis: a itself (a prefix); axis b > 0: blocks of length x (the
+// axes b+1 .. K) every capacity x (those axes).
+template <class S, int K = S::rank>
+constexpr index_t active_at(index_t a, index_t length) {
+  constexpr int b = S::bounded_axis;
+  static_assert(b >= 0 && b < K);
+  if constexpr (b == 0) return a;
+  else {
+    constexpr index_t after = [] {
+      index_t p = 1;
+      for (int i = b + 1; i < K; ++i) p *= S::dims[i];
+      return p;
+    }();
+    const index_t block = length * after;
+    return a / block * (S::dims[b] * after) + a % block;
+  }
 }
 } // namespace detail
 
@@ -52,6 +73,12 @@ struct shape {
   static constexpr std::array<index_t, sizeof...(N)> extents{N...};
   static constexpr std::array<bool, sizeof...(N)> bounded{detail::is_bounded(N)...};
   static constexpr bool has_bounded = (false || ... || detail::is_bounded(N));
+  // The bounded axis (upto<N>), -1 if none.
+  static constexpr int bounded_axis = [] {
+    for (int i = 0; i < rank; ++i)
+      if (bounded[i]) return i;
+    return -1;
+  }();
   static constexpr index_t size = (index_t{1} * ... * detail::capacity_of(N));
   static_assert(!has_bounded || detail::check_bounded_axes<shape>::ok);
 };

@@ -61,13 +61,13 @@ class Tensor {
   template <class E> Tensor& operator*=(E&& e) { eval(*this, *this * std::forward<E>(e)); return *this; }
   template <class E> Tensor& operator/=(E&& e) { eval(*this, *this / std::forward<E>(e)); return *this; }
 
-  // A bounded first axis (shape<upto<N>, ...>): how many of its N rows the tensor holds now (N when
+  // A bounded axis (shape<upto<N>, ...>): how many of its N positions the tensor holds now (N when
   // made). Assigning an expression sets it to the expression's; operator() checks against it.
   index_t length() const noexcept requires(S::has_bounded) { return length_.n; }
   void set_length(index_t n) requires(S::has_bounded) {
-    if (n < 0 || n > S::dims[0])
-      throw error(detail::message("tenfold::Tensor", shape_string(), ": length ", n, " for its upto<", S::dims[0],
-                                  "> axis (0 to ", S::dims[0], ")"));
+    constexpr index_t cap = S::dims[S::bounded_axis];
+    if (n < 0 || n > cap)
+      throw error(detail::message("tenfold::Tensor", shape_string(), ": length ", n, " for its upto<", cap, "> axis (0 to ", cap, ")"));
     length_.n = n;
   }
   index_t* length_data() noexcept requires(S::has_bounded) { return &length_.n; }
@@ -105,7 +105,7 @@ class Tensor {
     for (int k = 0; k < S::rank; ++k) {
       index_t extent = S::dims[k];
       if constexpr (S::has_bounded)
-        if (k == 0) extent = length_.n;
+        if (k == S::bounded_axis) extent = length_.n;
       if (idx[k] < 0 || idx[k] >= extent) {
         std::string where = "(";
         for (int m = 0; m < S::rank; ++m) (where += m ? "," : "") += std::to_string(idx[m]);
@@ -119,7 +119,7 @@ class Tensor {
 
   struct no_length {};
   struct run_length {
-    index_t n = S::dims.empty() ? 0 : S::dims[0];
+    index_t n = S::dims[S::bounded_axis];
   };
   detail::storage<T, S::size> storage_;
   [[no_unique_address]] std::conditional_t<S::has_bounded, run_length, no_length> length_;

@@ -243,23 +243,42 @@ constexpr int composable() {
   } else return 0;
 }
 
-// A view that keeps a bounded first axis (upto<N>) where it is — a slice or broadcast of the other axes,
-// a reshape of the other axes — keeps it bounded: its out-shape, computed from the capacities, gets the
-// bound back. (Any other view of a bounded operand keeps a static out-shape, and the evaluator refuses it.)
+// The out-axis of a view that runs along the bounded in-axis (upto<N>) one to one, or -1: a slice or
+// broadcast of the other axes, a permutation (transpose, permute), a reshape of the other axes. Such a
+// view keeps the bound: its out-shape, computed from the capacities, gets it back on that axis. (Any
+// other view of a bounded operand keeps a static out-shape, and the evaluator refuses it.)
 template <class Map>
-constexpr bool keeps_bounded_axis() {
+constexpr int follows_bounded_axis() {
   using In = typename Map::in_shape;
   using Out = typename Map::out_shape;
-  if constexpr (!In::has_bounded || Out::has_bounded || Out::rank == 0 || !In::bounded[0]) return false;
-  else if constexpr (Out::dims[0] != In::dims[0]) return false;
-  else if constexpr (is_reshape_map_v<Map>) return true;
-  else if constexpr (is_affine_map_v<Map>) return Map::src[0] == 0 && Map::scale[0] == 1 && Map::off[0] == 0;
-  else return false;
+  if constexpr (!In::has_bounded || Out::rank == 0) return -1;
+  else {
+    constexpr int b = In::bounded_axis;
+    if constexpr (is_reshape_map_v<Map>) {
+      // as many elements before it in both shapes, and the axis unchanged: index i of it is index i there
+      index_t before = 1, p = 1;
+      for (int i = 0; i < b; ++i) before *= In::dims[i];
+      for (int c = 0; c < Out::rank; ++c) {
+        if (p == before && Out::dims[c] == In::dims[b]) return c;
+        p *= Out::dims[c];
+      }
+      return -1;
+    } else if constexpr (is_affine_map_v<Map>) {
+      constexpr int c = Map::src[b];
+      if constexpr (c < 0) return -1;
+      else return Map::scale[b] == 1 && Map::off[b] == 0 && Out::dims[c] == In::dims[b] ? c : -1;
+    } else return -1;
+  }
 }
-template <class S>
-constexpr auto bounded_first(const std::array<index_t, S::rank>& extents) {
+template <class Map>
+constexpr bool keeps_bounded_axis() {
+  if constexpr (Map::out_shape::has_bounded) return false; // (given already)
+  else return follows_bounded_axis<Map>() >= 0;
+}
+template <class S, int C>
+constexpr auto bounded_at(const std::array<index_t, S::rank>& extents) {
   auto e = extents;
-  e[0] = upto<S::dims[0]>;
+  e[C] = upto<S::dims[C]>;
   return e;
 }
 template <class Map>
@@ -268,11 +287,11 @@ struct rebound {
 };
 template <class In, class Out, std::array<int, In::rank> Src, std::array<index_t, In::rank> Scale, std::array<index_t, In::rank> Off>
 struct rebound<affine_map<In, Out, Src, Scale, Off>> {
-  using type = affine_map<In, shape_from<bounded_first<Out>(Out::extents)>, Src, Scale, Off>;
+  using type = affine_map<In, shape_from<bounded_at<Out, follows_bounded_axis<affine_map<In, Out, Src, Scale, Off>>()>(Out::extents)>, Src, Scale, Off>;
 };
 template <class In, class Out>
 struct rebound<reshape_map<In, Out>> {
-  using type = reshape_map<In, shape_from<bounded_first<Out>(Out::extents)>>;
+  using type = reshape_map<In, shape_from<bounded_at<Out, follows_bounded_axis<reshape_map<In, Out>>()>(Out::extents)>>;
 };
 
 template <class Map, class N>

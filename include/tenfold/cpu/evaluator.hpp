@@ -120,29 +120,62 @@ void run_elementwise(const Dst& dst, const N& n) {
   constexpr bool vec = lane_type_v<L0> && simd_ok<N, L0>::value;
   using L = std::conditional_t<vec, L0, float>;
   if constexpr (S::size == 0) return;
-  else if constexpr (S::has_bounded) {
-    // A bounded first axis: its first dst.length() rows are a prefix of the flat index space (and, where
-    // K >= 1, of the outer rows). Runs one after another, split across the threads.
+  else if constexpr (S::has_bounded && S::bounded_axis == R - 1 && R >= 2) {
+    // The bounded axis innermost (a reduction's rows, [B, upto<T>]): each row of the other axes runs to
+    // the length.
+    constexpr int Kr = R - 1;
+    constexpr index_t rows = detail::product(S::dims, 0, Kr);
     const index_t length = dst.length();
-    if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
+    [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
+    using index_array = std::array<index_t, R + 1>;
+    parallel_for(rows * length, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
+      index_array i{};
+      index_t o = begin / length, j = begin % length;
+      while (begin < end) {
+        [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
+        detail::unravel<shape_from<prefix_dims<S, Kr>()>>(o, i.data());
+        const index_t stop = std::min(length, j + (end - begin));
+        const auto d = make_row<Kr, L>(dst, i.data());
+        const auto r = make_row<Kr, L>(n, i.data());
+        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, Kr>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
+        else store_run_scalar(d, r, j, stop);
+        begin += stop - j;
+        j = 0;
+        ++o;
+      }
+    });
+  } else if constexpr (S::has_bounded) {
+    // A bounded axis: the outer rows (its axes and those before it, Kb) whose index on it is below
+    // dst.length(): a prefix of them where it is the first axis, blocks of them (detail::active_at)
+    // elsewhere. Runs one after another, split across the threads.
+    constexpr int Kb = std::max(K, S::bounded_axis + 1);
+    constexpr index_t inner_b = detail::product(S::dims, Kb, R), outer_b = detail::product(S::dims, 0, Kb);
+    const index_t length = dst.length(), rows = detail::active_part<S>(outer_b, length);
+    if constexpr (vec && tee_fusable<N, Dst, Kb, L>()) {
       if (tee_same_values(n)) {
-        parallel_for(detail::active_part<S>(outer, length), std::max<index_t>(1, parallel_grain / inner), 1,
-                     [&](index_t o0, index_t o1) { run_tee_rows<K, L, false>(dst, n, o0, o1); });
+        parallel_for(rows, std::max<index_t>(1, parallel_grain / inner_b), 1, [&](index_t o0, index_t o1) {
+          if constexpr (S::bounded_axis == 0) run_tee_rows<Kb, L, false>(dst, n, o0, o1);
+          else
+            for (index_t o = o0; o < o1; ++o) {
+              const index_t f = detail::active_at<S, Kb>(o, length);
+              run_tee_rows<Kb, L, false>(dst, n, f, f + 1);
+            }
+        });
         return;
       }
     }
     [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
     using index_array = std::array<index_t, R + 1>;
-    parallel_for(detail::active_part<S>(S::size, length), parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
+    parallel_for(rows * inner_b, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
       index_array i{};
-      index_t o = begin / inner, j = begin % inner;
+      index_t o = begin / inner_b, j = begin % inner_b;
       while (begin < end) {
         [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
-        detail::unravel<shape_from<prefix_dims<S, K>()>>(o, i.data());
-        const index_t stop = std::min(inner, j + (end - begin));
-        const auto d = make_row<K, L>(dst, i.data());
-        const auto r = make_row<K, L>(n, i.data());
-        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
+        detail::unravel<shape_from<prefix_dims<S, Kb>()>>(detail::active_at<S, Kb>(o, length), i.data());
+        const index_t stop = std::min(inner_b, j + (end - begin));
+        const auto d = make_row<Kb, L>(dst, i.data());
+        const auto r = make_row<Kb, L>(n, i.data());
+        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, Kb>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
         else store_run_scalar(d, r, j, stop);
         begin += stop - j;
         j = 0;

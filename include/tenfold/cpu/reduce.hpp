@@ -228,9 +228,14 @@ void run_reduce(const Dst& dst, const N& n) {
   constexpr int R = C::rank;
   using index_array = std::array<index_t, R + 1>; // (declared here: GCC 12 crashes on it inside the lambdas)
   constexpr index_t outputs = N::shape_type::size, count = N::count;
-  // (a bounded first axis, kept: the outputs in its first dst.length() rows)
+  // (a bounded axis, kept: the outputs whose index on it is below dst.length(), detail::active_at)
+  using OS = typename N::shape_type;
   index_t active = outputs;
-  if constexpr (N::shape_type::has_bounded) active = detail::active_part<typename N::shape_type>(outputs, dst.length());
+  if constexpr (OS::has_bounded) active = detail::active_part<OS>(outputs, dst.length());
+  const auto output_at = [&](index_t a) {
+    if constexpr (OS::has_bounded) return detail::active_at<OS>(a, dst.length());
+    else return a;
+  };
   // (a bounded first axis, reduced: as many positions per output as its length holds; mean divides by it)
   constexpr bool over_bounded = plan::reduces_bounded_axis<N>();
   index_t length = -1, active_count = count;
@@ -251,7 +256,7 @@ void run_reduce(const Dst& dst, const N& n) {
     // The innermost axis is reduced: each output reduces runs along it (several axes long when flat).
     auto one_output = [&](index_t o, bool parallel_inside) {
       index_array out{};
-      detail::unravel<typename N::shape_type>(o, out.data());
+      detail::unravel<typename N::shape_type>(output_at(o), out.data());
       dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(reduce_one(n, out.data(), parallel_inside, length), active_count));
     };
     if constexpr (outputs == 0) return;
@@ -315,7 +320,9 @@ void run_reduce(const Dst& dst, const N& n) {
         dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc, count));
       }
     } else {
-      auto one_tile = [&](index_t orow, index_t j0) {
+      auto one_tile = [&](index_t arow, index_t j0) {
+        index_t orow = arow; // (a kept bounded axis before the last: the active rows, mapped)
+        if constexpr (OS::has_bounded) orow = detail::active_at<OS, OS::rank - 1>(arow, dst.length());
         const index_t j1 = std::min(width, j0 + tile);
         A acc[tile], blk[tile];
         for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();

@@ -22,8 +22,9 @@ struct touches_bounded {
 };
 
 // What evaluates over an upto<N> extent so far: leaves, scalars, elementwise ops (with broadcasting),
-// reductions (over the bounded axis too), take/embedding at bounded indices, a matmul of a [upto<M>, K] matrix by a static one, and
-// one head's attention over [upto<S>, D] queries (and keys). Anything else that meets one is refused by name at compile time.
+// reductions (over a bounded first axis too), take/embedding at bounded indices, a matmul of a [upto<M>,
+// K] matrix by a static one, attention over [..., upto<S>, D] queries (and keys), and views that carry
+// the bounded axis on one to one. Anything else that meets one is refused by name at compile time.
 template <class N>
 struct refuses_bounded {
   static constexpr bool child_bounded =
@@ -31,35 +32,44 @@ struct refuses_bounded {
   static constexpr bool value = [] {
     // a view of a bounded tensor that drops the bound (a slice, a transpose, a reshape)
     // (or reverses it: a flip of the bounded axis would run from its capacity, not its length)
-    if constexpr (is_leaf_v<N>) return has_length<typename N::holder_type> && (!N::shape_type::has_bounded || N::strides[0] < 0);
+    if constexpr (is_leaf_v<N>)
+      return has_length<typename N::holder_type> &&
+             (!N::shape_type::has_bounded || N::strides[N::shape_type::has_bounded ? N::shape_type::bounded_axis : 0] < 0);
     else if constexpr (is_terminal_v<N> || is_map_node_v<N> || is_let_node_v<N>) return false;
-    else if constexpr (is_reduce_node_v<N>) return false; // (over the bounded axis too: the count is the length's)
+    else if constexpr (is_reduce_node_v<N>) { // (over a bounded first axis too: the count is the length's)
+      using I = typename N::input_shape;
+      constexpr int b = I::has_bounded ? I::bounded_axis : 0;
+      // not yet: over a bounded axis other than the first, or keeping a bounded innermost one
+      return I::has_bounded && b > 0 && (N::mask[b] || b == I::rank - 1);
+    }
     // a lookup in a static source at indices of a bounded shape (an embedding of [upto<T>] token ids);
     // only the active indices are checked and read
     else if constexpr (is_take_node_v<N>) return N::source_shape::has_bounded;
-    else if constexpr (is_attention_node_v<N>) { // one head, [upto<S>, D]: bounded queries, keys bounded or static
+    else if constexpr (is_attention_node_v<N>) { // [..., upto<S>, D]: bounded queries, keys bounded or static
       using Q = typename N::q_type::shape_type;
       using K = typename N::k_type::shape_type;
       using V = typename N::v_type::shape_type;
-      return child_bounded && !(N::rank == 2 && Q::rank == 2 && Q::has_bounded && K::has_bounded == V::has_bounded &&
+      return child_bounded && !(Q::bounded_axis == Q::rank - 2 && K::has_bounded == V::has_bounded &&
+                                (!K::has_bounded || (K::bounded_axis == K::rank - 2 && V::bounded_axis == V::rank - 2)) &&
                                 std::is_floating_point_v<compute_t<typename N::value_type>>);
     }
     else if constexpr (is_matmul_node_v<N>) // a matrix of a bounded number of rows times a static one
-      return child_bounded && !(N::rank == 2 && N::a_type::rank == 2 && N::a_type::shape_type::has_bounded &&
+      return child_bounded && !(N::rank == 2 && N::a_type::rank == 2 && N::a_type::shape_type::bounded_axis == 0 &&
                                 !N::b_type::shape_type::has_bounded);
     else if constexpr (plan::is_view_node_v<N>) {
       // a broadcast of a reduction's result back along its axes: the bounded axis maps to itself
       using M = typename N::map_type;
-      if constexpr (is_reshape_map_v<M>) // (bounded in and out: it kept the first axis, core/view.hpp)
-        return M::in_shape::has_bounded != N::shape_type::has_bounded;
-      else if constexpr (!is_affine_map_v<M>) return child_bounded || N::shape_type::has_bounded;
+      using Out = typename N::shape_type;
+      if constexpr (!is_reshape_map_v<M> && !is_affine_map_v<M>) return child_bounded || Out::has_bounded;
       else if constexpr (!M::in_shape::has_bounded) { // a static operand: fine broadcast along the bounded axis
-        for (int j = 0; j < M::in_shape::rank; ++j)  // (not read along it: no in-axis follows out-axis 0)
-          if (M::src[j] == 0 && M::scale[j] != 0) return N::shape_type::has_bounded;
-        return false;
-      }
-      else return !(N::shape_type::has_bounded && M::in_shape::dims[0] == N::shape_type::dims[0] && M::src[0] == 0 &&
-                    M::scale[0] == 1 && M::off[0] == 0);
+        if constexpr (!is_affine_map_v<M> || !Out::has_bounded) return false;
+        else {
+          for (int j = 0; j < M::in_shape::rank; ++j) // (not read along it: no in-axis follows that out-axis)
+            if (M::src[j] == Out::bounded_axis && M::scale[j] != 0) return true;
+          return false;
+        }
+      } // a bounded operand: the bounded axis runs on, one to one (core/view.hpp)
+      else return !(Out::has_bounded && follows_bounded_axis<M>() == Out::bounded_axis);
     }
     else return child_bounded || N::shape_type::has_bounded;
   }();
@@ -68,8 +78,10 @@ template <class N>
 struct check_bounded_support {
   static_assert(!any_node<refuses_bounded, N>(),
                 "tenfold: an upto<N> extent reaches an operation or a view that does not support bounded extents yet "
-                "(so far: elementwise ops, broadcasting, reductions, take/embedding at bounded indices, matmul of [upto<M>, K] by a static matrix, and "
-                "one head's attention over [upto<S>, D])");
+                "(so far: elementwise ops, broadcasting, reductions (over a bounded first axis too), take/embedding at "
+                "bounded indices, matmul of [upto<M>, K] by a static matrix, attention over [..., upto<S>, D], and views "
+                "that carry the bounded axis on one to one: slices and broadcasts of the other axes, permutations, "
+                "reshapes of the other axes)");
   static constexpr bool ok = true;
 };
 

@@ -62,7 +62,7 @@ inline constexpr bool is_view_node_v<detail::view_node<M, C>> = true;
 template <class R>
 constexpr bool reduces_bounded_axis() {
   if constexpr (R::input_shape::rank == 0) return false;
-  else return R::input_shape::has_bounded && R::mask[0];
+  else return R::input_shape::has_bounded && R::mask[R::input_shape::has_bounded ? R::input_shape::bounded_axis : 0];
 }
 
 // A reduction seen through an affine broadcast, whose innermost input axis is reduced.
