@@ -595,3 +595,65 @@ TEST_CASE("upto<N>: a permutation carries the bound, so that multi-head attentio
   }
 }
 
+TEST_CASE("upto<N> on a middle axis: reductions over it count its length") {
+  constexpr index_t A = 3, T = 8, W = 20;
+  Tensor<float, shape<A, T, W>> xs;
+  fill(xs, 61);
+  for (index_t n : {index_t(0), index_t(1), index_t(5), index_t(8)}) {
+    INFO("length " << n);
+    Tensor<float, shape<A, upto<T>, W>> x;
+    load(x, xs, n);
+    // references over the active positions, in double
+    double worst = 0;
+    const auto near = [&](double got, double want) { worst = std::max(worst, std::fabs(got - want) / (1 + std::fabs(want))); };
+    // over axis 1 only (the innermost kept: the reduced positions walked to the length)
+    const Tensor<float, shape<A, W>> s1 = sum(x, axis<1>), m1 = mean(x, axis<1>);
+    for (index_t a = 0; a < A; ++a)
+      for (index_t w = 0; w < W; ++w) {
+        double s = 0;
+        for (index_t t = 0; t < n; ++t) s += xs(a, t, w);
+        near(s1(a, w), s);
+        if (n > 0) near(m1(a, w), s / double(n));
+      }
+    // over axes 1 and 2 (one flat run in a static shape: here the run starts after the bounded axis)
+    const Tensor<float, shape<A>> s12 = sum(x, axes<1, 2>), m12 = mean(square(x), axes<1, 2>);
+    for (index_t a = 0; a < A; ++a) {
+      double s = 0, q = 0;
+      for (index_t t = 0; t < n; ++t)
+        for (index_t w = 0; w < W; ++w) s += xs(a, t, w), q += double(xs(a, t, w)) * xs(a, t, w);
+      near(s12(a), s);
+      if (n > 0) near(m12(a), q / double(n * W));
+    }
+    // a bounded innermost axis reduced: [A, upto<T>] rows, then over them
+    const Tensor<float, shape<A>> top = sum(Tensor<float, shape<A, upto<T>>>(max(x, axis<-1>)), axis<-1>);
+    for (index_t a = 0; a < A; ++a) {
+      double s = 0;
+      for (index_t t = 0; t < n; ++t) s += *std::max_element(&xs(a, t, 0), &xs(a, t, 0) + W);
+      near(top(a), s);
+    }
+    CHECK(worst <= 1e-5);
+    if (n > 0) {
+      // softmax along the bounded axis: its sums are reductions over it, at the root
+      Tensor<float, shape<A, upto<T>, W>> p;
+      poison(p);
+      p = softmax(x, axis<1>);
+      double col = 0;
+      for (index_t a = 0; a < A; ++a)
+        for (index_t w = 0; w < W; ++w) {
+          double total = 0;
+          for (index_t t = 0; t < n; ++t) total += p(a, t, w);
+          col = std::max(col, std::fabs(total - 1));
+        }
+      CHECK(col <= 1e-5);
+      index_t touched = 0;
+      for (index_t a = 0; a < A; ++a)
+        for (index_t t = n; t < T; ++t)
+          for (index_t w = 0; w < W; ++w) touched += p.data()[(a * T + t) * W + w] != sentinel;
+      CHECK(touched == 0);
+    } else {
+      Tensor<float, shape<A, W>> m;
+      CHECK_THROWS_WITH(m = max(x, axis<1>), Catch::Contains("of length 0"));
+    }
+  }
+}
+

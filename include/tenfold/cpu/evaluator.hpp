@@ -110,6 +110,31 @@ void run_blocks(const Dst& dst, const N& n, const Row& row) {
   }
 }
 
+// A bounded shape's nest: `rows` rows of `width` elements (rows of its first Kr axes, the a-th at place
+// at(a)), one after another, split across the threads.
+template <int Kr, class L, bool vec, class Dst, class N, class At>
+void run_active_rows(const Dst& dst, const N& n, index_t rows, index_t width, At at) {
+  using S = typename N::shape_type;
+  [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
+  using index_array = std::array<index_t, S::rank + 1>; // (outside the lambda: GCC 12 crashes on it inside)
+  parallel_for(rows * width, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
+    index_array i{};
+    index_t o = begin / width, j = begin % width;
+    while (begin < end) {
+      [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
+      detail::unravel<shape_from<prefix_dims<S, Kr>()>>(at(o), i.data());
+      const index_t stop = std::min(width, j + (end - begin));
+      const auto d = make_row<Kr, L>(dst, i.data());
+      const auto r = make_row<Kr, L>(n, i.data());
+      if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, Kr>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
+      else store_run_scalar(d, r, j, stop);
+      begin += stop - j;
+      j = 0;
+      ++o;
+    }
+  });
+}
+
 // dst: a writable leaf with N's shape.
 template <class Dst, class N>
 void run_elementwise(const Dst& dst, const N& n) {
@@ -123,31 +148,12 @@ void run_elementwise(const Dst& dst, const N& n) {
   else if constexpr (S::has_bounded && S::bounded_axis == R - 1 && R >= 2) {
     // The bounded axis innermost (a reduction's rows, [B, upto<T>]): each row of the other axes runs to
     // the length.
-    constexpr int Kr = R - 1;
-    constexpr index_t rows = detail::product(S::dims, 0, Kr);
     const index_t length = dst.length();
-    [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
-    using index_array = std::array<index_t, R + 1>;
-    parallel_for(rows * length, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
-      index_array i{};
-      index_t o = begin / length, j = begin % length;
-      while (begin < end) {
-        [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
-        detail::unravel<shape_from<prefix_dims<S, Kr>()>>(o, i.data());
-        const index_t stop = std::min(length, j + (end - begin));
-        const auto d = make_row<Kr, L>(dst, i.data());
-        const auto r = make_row<Kr, L>(n, i.data());
-        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, Kr>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
-        else store_run_scalar(d, r, j, stop);
-        begin += stop - j;
-        j = 0;
-        ++o;
-      }
-    });
+    run_active_rows<R - 1, L, vec>(dst, n, detail::product(S::dims, 0, R - 1), length, [](index_t o) { return o; });
   } else if constexpr (S::has_bounded) {
     // A bounded axis: the outer rows (its axes and those before it, Kb) whose index on it is below
     // dst.length(): a prefix of them where it is the first axis, blocks of them (detail::active_at)
-    // elsewhere. Runs one after another, split across the threads.
+    // elsewhere.
     constexpr int Kb = std::max(K, S::bounded_axis + 1);
     constexpr index_t inner_b = detail::product(S::dims, Kb, R), outer_b = detail::product(S::dims, 0, Kb);
     const index_t length = dst.length(), rows = detail::active_part<S>(outer_b, length);
@@ -164,24 +170,7 @@ void run_elementwise(const Dst& dst, const N& n) {
         return;
       }
     }
-    [[maybe_unused]] const bool share = plan::same_repeated_reductions(n);
-    using index_array = std::array<index_t, R + 1>;
-    parallel_for(rows * inner_b, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
-      index_array i{};
-      index_t o = begin / inner_b, j = begin % inner_b;
-      while (begin < end) {
-        [[maybe_unused]] const std::conditional_t<plan::repeated_reductions_v<N>, row_memo_scope, no_memo_scope> memo(share);
-        detail::unravel<shape_from<prefix_dims<S, Kb>()>>(detail::active_at<S, Kb>(o, length), i.data());
-        const index_t stop = std::min(inner_b, j + (end - begin));
-        const auto d = make_row<Kb, L>(dst, i.data());
-        const auto r = make_row<Kb, L>(n, i.data());
-        if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, Kb>(), typename N::value_type, decltype(r), false>(d, r, j, stop);
-        else store_run_scalar(d, r, j, stop);
-        begin += stop - j;
-        j = 0;
-        ++o;
-      }
-    });
+    run_active_rows<Kb, L, vec>(dst, n, rows, inner_b, [length](index_t o) { return detail::active_at<S, Kb>(o, length); });
   } else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;

@@ -174,9 +174,9 @@ constexpr int run_start() {
 // The accumulator of one output element `out` of a reduction whose innermost axis is reduced: the
 // run (the reduced trailing axes the operand lets us walk as one) is vectorised and pairwise; other
 // reduced axes are walked with an odometer. Used by the reduction kernel and by fused rows.
-// `length`: that of a bounded first axis the reduction runs over (upto<N>; the reduction kernel's
-// roots only, plan/fusion.hpp), which is then the most significant reduced axis: its active positions
-// are a prefix of the runs, or of the one run.
+// `length`: that of a bounded axis the reduction runs over (upto<N>; the reduction kernel's roots only,
+// plan/fusion.hpp). The bounded axis is then either the run (the first axis of a flat reduction, or the
+// innermost: a run of `length` values) or one the odometer walks, to the length (the run starts after it).
 template <class N>
 typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_inside, index_t length) {
   using Op = typename N::op_type;
@@ -184,7 +184,11 @@ typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_in
   using IS = typename C::shape_type;
   using I = typename N::input_t;
   using A = typename N::acc_type;
-  constexpr int R = C::rank, T = run_start<C, N::mask>();
+  constexpr bool over = plan::reduces_bounded_axis<N>();
+  constexpr int R = C::rank, b = over ? IS::bounded_axis : -1, T0 = run_start<C, N::mask>();
+  // where the run starts: not before the bounded axis unless it is the run (first or innermost)
+  constexpr int T = !over || b == 0 || T0 > b ? T0 : b == R - 1 ? R - 1 : b + 1;
+  constexpr bool bounded_run = over && T == b; // the run is the bounded axis (with any after it)
   static_assert(R == 0 || N::mask[R > 0 ? R - 1 : 0]);
   using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
   constexpr index_t run = detail::product(IS::dims, T, R), runs = N::count / (run ? run : 1);
@@ -192,25 +196,23 @@ typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_in
   std::array<index_t, R + 1> in{};
   N::base_index(out, in.data());
   A acc = Op::template identity<A>();
-  if constexpr (plan::reduces_bounded_axis<N>())
+  if constexpr (over)
     if (length < 0) throw error("tenfold: internal: a reduction over an upto<N> axis reached a fused row");
-  if constexpr (plan::reduces_bounded_axis<N>() && T == 0) { // one run, of the active length
-    const index_t active = detail::active_part<IS>(run, length);
-    if (active == 0) return acc;
-    const auto row = make_row<T, L>(n.arg, in.data());
-    return parallel_inside ? reduce_tree_parallel<Op, I, A>(row, active, 0)
-                           : reduce_tree<Op, I, A>(row, 0, (active + reduce_block - 1) / reduce_block, active, 0);
-  }
-  index_t active_runs = runs;
-  if constexpr (plan::reduces_bounded_axis<N>()) active_runs = detail::active_part<IS>(runs, length);
+  index_t active_run = run, active_runs = runs;
+  if constexpr (bounded_run) active_run = detail::active_part<IS>(run, length);
+  else if constexpr (over) active_runs = detail::active_part<IS>(runs, length);
+  if (active_run == 0) return acc;
   for (index_t r = 0; r < active_runs; ++r) {
     const auto row = make_row<T, L>(n.arg, in.data());
-    if constexpr (blocks > 0)
+    if constexpr (bounded_run)
+      acc = Op::merge(acc, parallel_inside ? reduce_tree_parallel<Op, I, A>(row, active_run, r * active_run)
+                                           : reduce_tree<Op, I, A>(row, 0, (active_run + reduce_block - 1) / reduce_block, active_run, r * active_run));
+    else if constexpr (blocks > 0)
       acc = Op::merge(acc, parallel_inside && blocks > 1 ? reduce_tree_parallel<Op, I, A>(row, run, r * run)
                                                          : reduce_run<Op, I, A, blocks>(row, run, r * run));
-    for (int i = T - 1; i >= 0; --i) { // odometer over the reduced axes before the run
+    for (int i = T - 1; i >= 0; --i) { // odometer over the reduced axes before the run (the bounded one to its length)
       if (!N::mask[i]) continue;
-      if (++in[i] < IS::dims[i]) break;
+      if (++in[i] < (i == b ? length : IS::dims[i])) break;
       in[i] = 0;
     }
   }
@@ -238,12 +240,13 @@ void run_reduce(const Dst& dst, const N& n) {
   };
   // (a bounded first axis, reduced: as many positions per output as its length holds; mean divides by it)
   constexpr bool over_bounded = plan::reduces_bounded_axis<N>();
+  constexpr int bounded_in = over_bounded ? IS::bounded_axis : -1; // (the reduced bounded axis)
   index_t length = -1, active_count = count;
   if constexpr (over_bounded) {
     detail::find_length(n.arg, length);
     active_count = detail::active_part<IS>(count, length);
     if (active_count == 0 && Op::needs_nonempty)
-      throw error(detail::message("tenfold: ", Op::name, " over an upto<", IS::dims[0], "> axis of length 0 (it has no identity)"));
+      throw error(detail::message("tenfold: ", Op::name, " over an upto<", IS::dims[bounded_in], "> axis of length 0 (it has no identity)"));
   }
   using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
 
@@ -283,8 +286,9 @@ void run_reduce(const Dst& dst, const N& n) {
       N::base_index(out.data(), in.data());
       for (index_t q = b * reduce_block, i = R - 2; i >= 0; --i) { // the reduced axes at position q
         if (!mask[i]) continue;
-        in[i] = q % IS::dims[i];
-        q /= IS::dims[i];
+        const index_t extent = i == bounded_in ? length : IS::dims[i];
+        in[i] = q % extent;
+        q /= extent;
       }
       for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
       for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend; ++r) {
@@ -298,7 +302,7 @@ void run_reduce(const Dst& dst, const N& n) {
         for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
         for (int i = R - 2; i >= 0; --i) {
           if (!mask[i]) continue;
-          if (++in[i] < IS::dims[i]) break;
+          if (++in[i] < (i == bounded_in ? length : IS::dims[i])) break;
           in[i] = 0;
         }
       }
