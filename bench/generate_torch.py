@@ -3,12 +3,14 @@
 with a static KV cache (preallocated [1, heads, 64, head_dim] per layer, written in place), the protocol
 of bench/bench_generate.cpp and bench/generate_c.c.
 
-    python3 bench/generate_torch.py CHECKPOINT PROMPT_IDS TOKENS RUNS [--threads 2] [--export FILE] [--ids TEXT]
+    python3 bench/generate_torch.py CHECKPOINT PROMPT_IDS TOKENS RUNS [--threads 2] [--device cpu|cuda]
+                                    [--export FILE] [--ids TEXT]
 
 Each run prefills the prompt in one pass (causal scaled_dot_product_attention, keys and values written
 into the cache), then decodes TOKENS tokens (argmax, then one position through the model). Prints the ids
 of the first run and the prefill's and the decode's rates over all runs. --export writes the weights as
-raw float32 in examples/decoder's order, for bench/generate_c.c. The model is bench/decoder_torch.py's
+raw float32 in examples/decoder's order, for bench/generate_c.c. --device cuda runs the model, the cache and
+the argmax on the GPU (each token's id still comes back to the host, as in `generate --device cuda`). The model is bench/decoder_torch.py's
 (the checkpoint's matrices are [in, out]: y = x w, so nn.Linear takes their transposes).
 """
 import argparse
@@ -55,7 +57,7 @@ def names():
 class Cached:
     """The decoder's weights with a static KV cache, run one position (or a prompt) at a time."""
 
-    def __init__(self, w):
+    def __init__(self, w, device):
         vocab = w["embed.weight"].shape[0]
         self.m = Decoder(vocab).eval()
         with torch.no_grad():
@@ -65,9 +67,10 @@ class Cached:
                 for part in ORDER:
                     t = torch.from_numpy(w[f"blocks.{l}.{part}.weight"])
                     getattr(blk, part).weight.copy_(t if part.startswith("ln") else t.t())
+        self.m.to(device)
         d = WIDTH // HEADS
-        self.k = [torch.zeros(1, HEADS, CONTEXT, d) for _ in range(LAYERS)]
-        self.v = [torch.zeros(1, HEADS, CONTEXT, d) for _ in range(LAYERS)]
+        self.k = [torch.zeros(1, HEADS, CONTEXT, d, device=device) for _ in range(LAYERS)]
+        self.v = [torch.zeros(1, HEADS, CONTEXT, d, device=device) for _ in range(LAYERS)]
 
     @torch.no_grad()
     def run(self, ids, pos):
@@ -94,6 +97,7 @@ def main():
     p.add_argument("tokens", type=int)
     p.add_argument("runs", type=int)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--export", help="write the weights as raw float32 for bench/generate_c.c, then stop")
     p.add_argument("--ids", help="print this text's token ids (the checkpoint's vocabulary), then stop")
     a = p.parse_args()
@@ -113,18 +117,22 @@ def main():
     prompt = [int(s) for s in a.prompt_ids.split(",")]
     if len(prompt) + a.tokens > CONTEXT:
         sys.exit(f"generate_torch: the prompt ({len(prompt)}) and the tokens ({a.tokens}) must fit {CONTEXT} positions")
-    model = Cached(w)
+    dev = torch.device(a.device)
+    model = Cached(w, dev)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     prefill_s = decode_s = 0.0
     for r in range(a.runs):
         t0 = time.perf_counter()
-        logits = model.run(torch.tensor([prompt]), 0)
+        logits = model.run(torch.tensor([prompt], device=dev), 0)
+        sync()
         prefill_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         out = []
         for i in range(a.tokens):
             best = int(torch.argmax(logits))
             out.append(best)
-            logits = model.run(torch.tensor([[best]]), len(prompt) + i)
+            logits = model.run(torch.tensor([[best]], device=dev), len(prompt) + i)
+        sync()
         decode_s += time.perf_counter() - t0
         if r == 0:
             print(",".join(map(str, out)))

@@ -34,6 +34,26 @@ for b in tenfold_cuda_bench_rows tenfold_cuda_bench_gemm tenfold_cuda_bench_atte
 done
 PYTHONUNBUFFERED=1 python3 bench/cuda/torch_compare.py 2>&1 | tee "$work/bench_torch.log"
 
+# Issue 18's decode: examples/generate --device cuda (the step as a CUDA graph) and on the CPU, greedy,
+# the tokens that fill the 64-position context after the prompt (5 runs each; then one long run, whose
+# window shifts every 32 tokens with a prefill on the CPU), and PyTorch eager with a static cache on the
+# same GPU (bench/generate_torch.py --device cuda, 20 runs). Needs CHECKPOINT=examples/decoder's file.
+if [ -x "$build/examples/generate" ] && [ -n "${CHECKPOINT:-}" ]; then
+  prompt="The meaning of life is "
+  ids=$(python3 bench/generate_torch.py "$CHECKPOINT" 0 1 1 --ids "$prompt")
+  tokens=$((64 - $(tr ',' '\n' <<<"$ids" | wc -l)))
+  for dev in cuda cpu; do
+    for i in 1 2 3 4 5 long; do
+      n=$tokens; [ $i = long ] && n=2000
+      echo "== generate --device $dev --tokens $n"
+      timeout 120 "$build/examples/generate" --checkpoint "$CHECKPOINT" --prompt "$prompt" --tokens $n --temperature 0 \
+        --device $dev --threads 1 | tail -3
+    done
+  done
+  echo "== PyTorch eager, static cache, --device cuda"
+  PYTHONUNBUFFERED=1 timeout 120 python3 bench/generate_torch.py "$CHECKPOINT" "$ids" $tokens 20 --device cuda
+fi 2>&1 | tee "$work/bench_generate.log"
+
 # compute-sanitizer: every device test under memcheck and racecheck, all at once (correctness only, so
 # sharing the GPU does not matter); each run is capped so the whole check fits one call.
 cap=${SANITIZER_TIMEOUT:-300}

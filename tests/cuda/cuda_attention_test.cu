@@ -1,10 +1,10 @@
 // attention(q, k, v) on the device against the CPU evaluator (whose attention the CPU tests check against
 // the materialised formula in long double): the flash kernel (cuda/attention.hpp) with and without the
 // causal mask (bottom-right aligned, Sq < Sk and Sq > Sk), first_keys, broadcast batch axes, a value
-// width other than the head's, a strided (permuted) operand, rank 2, a query tile boundary (Sq > 128),
-// an epilogue (the attention materialised, then read), and a head too wide for the register kernel (a
-// thread per output). key_lengths with the lengths in device memory against the CPU's; host lengths on the
-// device are a clear error.
+// width other than the head's, a strided (permuted) operand, rank 2, a query tile boundary, an epilogue
+// (the attention materialised, then read), four threads per row and (32768 rows or more) one, and a head
+// too wide for the register kernel (a thread per output). key_lengths with the lengths in device memory
+// against the CPU's; host lengths on the device are a clear error.
 #include "cuda_test_support.hpp"
 
 #include <tenfold/autodiff/backward.hpp>
@@ -62,6 +62,10 @@ TEST_CASE("attention on the device matches the CPU", "[attention]") {
     // k stored [B, D, Sk]: its permuted view has stride Sk along D.
     const auto pk = [](const auto& q, const auto& k, const auto& v) { return attention(q, permute<0, 2, 1>(k), v) * 2.0f + 1.0f; };
     check_attention<shape<2, 33, 16>, shape<2, 16, 50>, shape<2, 50, 16>, shape<2, 33, 16>>(pk, pk, "permuted k, epilogue", 20);
+  }
+  SECTION("32768 rows or more: a thread per row (attention_splits 1), the rows of Sq > Sk that see no key") {
+    check_attention<shape<64, 520, 16>, shape<64, 40, 16>, shape<64, 40, 16>, shape<64, 520, 16>>(masked, masked, "one thread per row", 22);
+    check_attention<shape<256, 128, 128>, shape<256, 16, 128>, shape<256, 16, 128>, shape<256, 128, 128>>(plain, plain, "one thread per row, D 128", 23);
   }
   SECTION("a head wider than the register kernel takes: a thread per output") {
     check_attention<shape<1, 9, 160>, shape<1, 12, 160>, shape<1, 12, 8>, shape<1, 9, 8>>(masked, masked, "D 160", 21);
@@ -124,5 +128,7 @@ TEST_CASE("attention's gradients on the device match the CPU", "[attention][grad
   SECTION("plain, 3 x 37 queries over 45 keys, D 16, Dv 24") { check_attention_gradients<false, 3, 37, 45, 16, 24>(41); }
   // Two tiles of query rows and of key rows, offset by Sk - Sq = 50: the second key tile's first query is 78.
   SECTION("causal, Sq 150 < Sk 200") { check_attention_gradients<true, 2, 150, 200, 16, 24>(45); }
+  // 33280 query and key rows: a thread per row (attention_splits 1) for the stats, dq, dk and dv.
+  SECTION("causal, 64 x 520 queries over 530 keys") { check_attention_gradients<true, 64, 520, 530, 16, 8>(49); }
   SECTION("heads too wide for the registers: a thread per output") { check_attention_gradients<false, 1, 9, 12, 160, 8>(57); }
 }

@@ -1,9 +1,10 @@
 #pragma once
 // attention's backward pass on the device (core/attention_grad_node.hpp: FlashAttention-2's
-// decomposition), in the forward kernel's mould (cuda/attention.hpp): a thread per row of the output,
-// the other side through shared memory a tile at a time, nothing of size Sq x Sk held anywhere.
-//   stats [.., Sq, 2] and dq [.., Sq, D]: a thread per query row, key and value tiles shared;
-//   dk [.., Sk, D] and dv [.., Sk, Dv]:   a thread per key row, query, g and stats tiles shared.
+// decomposition), in the forward kernel's mould (cuda/attention.hpp): attention_splits threads per row
+// of the output (a warp each, taking a part of every tile, their partials merged at the end), the other
+// side through shared memory a tile at a time, nothing of size Sq x Sk held anywhere.
+//   stats [.., Sq, 2] and dq [.., Sq, D]: threads per query row, key and value tiles shared;
+//   dk [.., Sk, D] and dv [.., Sk, Dv]:   threads per key row, query, g and stats tiles shared.
 // A thread keeps its rows (q and g, or k and v) and its accumulator in registers: heads up to
 // grad_head_limit wide (together) take these kernels, wider ones a thread per output element through
 // the node's at(). The masks are the forward's (causal, bottom-right aligned); every key is read.
@@ -56,16 +57,22 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
   constexpr bool by_query = P == stats || P == dq;
   constexpr int R = S::rank;
   constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D, Dv = N::Dv, T = attention_grad_tile<N>();
-  constexpr index_t rows = by_query ? Sq : Sk, tiles = (rows + attention_block - 1) / attention_block;
+  constexpr index_t Sp = attention_splits<S>, Rb = attention_rows<S>, Tp = T / Sp; // threads and rows per block, tile rows per split
+  constexpr index_t rows = by_query ? Sq : Sk, tiles = (rows + Rb - 1) / Rb;
   constexpr index_t W = D, Wv = Dv; // widths of the shared tiles: k and v by query, q and g by key
-  __shared__ A a_s[T][W];
-  __shared__ A b_s[T][Wv];
+  __shared__ alignas(16) A a_s[T][W];
+  __shared__ alignas(16) A b_s[T][Wv];
   __shared__ A st_s[by_query ? 1 : T][2]; // a query tile's lse and delta (by key only)
+  constexpr index_t acc_width = P == dv || P == stats ? Dv : D;
+  constexpr index_t Rs = Sp == 1 ? 1 : Rb;  // rows merged through shared memory
+  __shared__ A ml[Sp][Rb][2];               // the splits' online softmaxes (stats only)
+  __shared__ A sum[Rs][acc_width + 1];      // the splits' accumulators summed (+1: lanes a bank apart)
+  __shared__ A scales[Rs];
 
   const index_t tile = index_t(blockIdx.x) % tiles, batch = index_t(blockIdx.x) / tiles;
   index_t out[R];
   attention_batch_index<S>(batch, out);
-  const index_t r = tile * attention_block + threadIdx.x;
+  const index_t r = tile * Rb + attention_lane<Sp>(), fc = attention_split<Sp>() * Tp; // row; first tile row of the split
   const bool active = r < rows;
   const index_t row = active ? r : rows - 1;
   out[R - 1] = 0;
@@ -105,7 +112,6 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 #pragma unroll
     for (index_t e = 0; e < Dv; ++e) y[e] = by_query ? static_cast<A>(gp[row * gi + e * ge]) : static_cast<A>(vp[row * vj + e * ve]);
   }
-  constexpr index_t acc_width = P == dv || P == stats ? Dv : D;
   A acc[acc_width];
 #pragma unroll
   for (index_t e = 0; e < acc_width; ++e) acc[e] = A(0);
@@ -114,10 +120,10 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 
   // The other side's range this block walks: by query, the keys its last query sees; by key, the
   // queries that see its first key (all of them without the mask).
-  const index_t last = tile * attention_block + attention_block - 1 < rows ? tile * attention_block + attention_block - 1 : rows - 1;
+  const index_t last = tile * Rb + Rb - 1 < rows ? tile * Rb + Rb - 1 : rows - 1;
   index_t c0 = 0, c1 = by_query ? F::visible(last, Sk) : Sq;
   if constexpr (!by_query && N::causal) {
-    const index_t first = tile * attention_block - (Sk - Sq); // query i sees key j from i = j - (Sk - Sq)
+    const index_t first = tile * Rb - (Sk - Sq); // query i sees key j from i = j - (Sk - Sq)
     c0 = first < 0 ? 0 : first > Sq ? Sq : first;
   }
   const index_t seen = by_query && active ? F::visible(r, Sk) : 0;
@@ -140,11 +146,11 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
     __syncthreads();
     if (!active) continue; // (no return: every thread reaches the barriers)
     if constexpr (P == stats) {
-      if (t0 < seen) online_softmax_tile(x, a_s, b_s, t0, seen, m, l, acc);
+      if (t0 + fc < seen) online_softmax_tile(x, split_part<Sp>(a_s), split_part<Sp>(b_s), t0 + fc, seen, m, l, acc);
     } else if constexpr (P == dq) {
-      if (t0 >= seen) continue;
+      if (t0 + fc >= seen) continue;
 #pragma unroll 1
-      for (index_t c = 0; c < T; ++c) {
+      for (index_t c = fc; c < fc + Tp; ++c) {
         if (t0 + c >= seen) break;
         A s = A(0), dp = A(0);
 #pragma unroll
@@ -157,7 +163,7 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
       }
     } else {
 #pragma unroll 1
-      for (index_t c = 0; c < T; ++c) {
+      for (index_t c = fc; c < fc + Tp; ++c) {
         const index_t i = t0 + c;
         if (i >= c1) break;
         if (r >= F::visible(i, Sk)) continue; // key r is masked for query i
@@ -179,26 +185,30 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
       }
     }
   }
-  if (!active) return;
-  using Tv = typename Dst::value_type;
-  out[R - 2] = r;
   if constexpr (P == stats) {
-    // lse = m + log l (-inf where no key is seen), delta = g·O = g·o / l.
+    // The splits merged (as the forward's), then lse = M + log L (-inf where no key is seen) and
+    // delta = g·O = g·o / L, written by the row's first split.
+    using Tv = typename Dst::value_type;
+    const merged_softmax<A> st = merge_softmax<Sp>(m, l, ml);
     A dot = A(0);
+    if constexpr (Sp == 1) {
 #pragma unroll
-    for (index_t e = 0; e < Dv; ++e) dot += y[e] * acc[e];
-    const A lse_r = l == A(0) ? neg_inf : m + attention_log(l);
-    const A delta_r = l == A(0) ? A(0) : dot / l;
-    out[R - 1] = 0;
-    dst.data()[Dst::offset_of(out)] = convert<Tv>(lse_r);
-    out[R - 1] = 1;
-    dst.data()[Dst::offset_of(out)] = convert<Tv>(delta_r);
-  } else {
-    const A f = P == dv ? A(1) : scale;
-    for (index_t e = 0; e < acc_width; ++e) {
-      out[R - 1] = e;
-      dst.data()[Dst::offset_of(out)] = convert<Tv>(acc[e] * f);
+      for (index_t e = 0; e < Dv; ++e) dot += y[e] * acc[e];
+    } else {
+#pragma unroll
+      for (index_t e = 0; e < Dv; ++e) acc[e] *= st.factor;
+      sum_splits<Sp>(acc, sum);
+#pragma unroll
+      for (index_t e = 0; e < Dv; ++e) dot += y[e] * sum[attention_lane<Sp>()][e];
     }
+    if (!active || attention_split<Sp>() != 0) return;
+    out[R - 2] = r;
+    out[R - 1] = 0;
+    dst.data()[Dst::offset_of(out)] = convert<Tv>(st.norm == A(0) ? neg_inf : st.max + attention_log(st.norm));
+    out[R - 1] = 1;
+    dst.data()[Dst::offset_of(out)] = convert<Tv>(st.norm == A(0) ? A(0) : dot / st.norm);
+  } else {
+    write_rows<Sp>(dst, out, tile * Rb, rows, acc, P == dv ? A(1) : scale, sum, scales);
   }
 }
 
