@@ -72,6 +72,42 @@ TEST_CASE("attention on the device matches the CPU", "[attention]") {
   }
 }
 
+// The tiled kernel (cuda/attention_tiled.hpp: f32 heads of at most 64, Dv a multiple of 32, 256 keys or
+// more): query tiles of 64 with a tail, key tiles of 32 with a tail, the masks, broadcast and strided
+// operands, and key lengths in device memory (one key, a tile and one, all).
+TEST_CASE("the tiled attention kernel matches the CPU", "[attention]") {
+  TENFOLD_REQUIRE_DEVICE();
+  static_assert(tenfold::cuda::detail::tiled_min_keys <= 256, "these cases are meant for the tiled kernel");
+  const auto plain = [](const auto& q, const auto& k, const auto& v) { return attention(q, k, v); };
+  const auto masked = [](const auto& q, const auto& k, const auto& v) { return attention(q, k, v, causal); };
+  SECTION("plain, 100 queries over 300 keys, D 64, Dv 32; causal with Sq > Sk, D 16, Dv 64") {
+    check_attention<shape<2, 3, 100, 64>, shape<2, 3, 300, 64>, shape<2, 3, 300, 32>, shape<2, 3, 100, 32>>(plain, plain, "tiled", 24);
+    check_attention<shape<2, 300, 16>, shape<2, 260, 16>, shape<2, 260, 64>, shape<2, 300, 64>>(masked, masked, "tiled causal", 25);
+  }
+  SECTION("first_keys with causal, broadcast k and v, and a permuted k with an epilogue") {
+    const auto first = [](const auto& q, const auto& k, const auto& v) { return attention(q, k, v, causal, first_keys(200)); };
+    check_attention<shape<3, 70, 32>, shape<3, 256, 32>, shape<3, 256, 32>, shape<3, 70, 32>>(first, first, "tiled first_keys", 26);
+    check_attention<shape<2, 4, 65, 32>, shape<2, 1, 256, 32>, shape<2, 1, 256, 32>, shape<2, 4, 65, 32>>(plain, plain, "tiled broadcast", 27);
+    const auto pk = [](const auto& q, const auto& k, const auto& v) { return attention(q, permute<0, 2, 1>(k), v) * 2.0f + 1.0f; };
+    check_attention<shape<2, 33, 16>, shape<2, 16, 280>, shape<2, 280, 32>, shape<2, 33, 32>>(pk, pk, "tiled permuted k", 28);
+  }
+  SECTION("key_lengths in device memory") {
+    const auto q = test::random_tensor<float, shape<3, 2, 70, 8>>(-1, 1, 33);
+    const auto k = test::random_tensor<float, shape<3, 2, 300, 8>>(-1, 1, 34);
+    const auto v = test::random_tensor<float, shape<3, 2, 300, 32>>(-1, 1, 35);
+    Tensor<std::int32_t, shape<3>> lens;
+    lens(0) = 1, lens(1) = 33, lens(2) = 300;
+    const Tensor<float, shape<3, 2, 70, 32>> cpu = attention(q, k, v, key_lengths(lens));
+    const auto dq = cuda::to_device(q);
+    const auto dk = cuda::to_device(k);
+    const auto dv = cuda::to_device(v);
+    const auto dlens = cuda::to_device(lens);
+    cuda::Tensor<float, shape<3, 2, 70, 32>> out;
+    out = attention(dq.expr(), dk.expr(), dv.expr(), cuda::key_lengths(dlens));
+    check_close(cpu, cuda::to_host(out), att_tol, "tiled key_lengths", att_scale);
+  }
+}
+
 TEST_CASE("attention with key_lengths on the device: lengths in device memory match the CPU, host ones are an error",
           "[attention]") {
   TENFOLD_REQUIRE_DEVICE();

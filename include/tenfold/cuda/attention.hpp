@@ -283,28 +283,27 @@ __device__ void attention_body::run(const Dst& dst, const N& n) {
   write_rows<Sp>(dst, out, tile * Rb, Sq, o, row.norm == A(0) ? A(0) : A(1) / row.norm, sum, scales);
 }
 
-// A block per (batch element, attention_rows<S> rows of the output) running Body where Fast, else a thread
-// per output element through the node's at().
-template <class Body, bool Fast, class Dst, class N>
+// A block of Threads per (batch element, Rb rows of the output) running Body where Fast, else a thread per output
+// element through the node's at().
+template <class Body, bool Fast, index_t Rb, unsigned Threads = attention_block, class Dst, class N>
 void launch_attention(const Dst& dst, const N& n, stream_ref s, const char* what) {
   using S = typename N::shape_type;
   if constexpr (S::size == 0) return;
   else if constexpr (Fast) {
     constexpr index_t rows = S::dims[S::rank - 2];
-    constexpr index_t blocks = (rows + attention_rows<S> - 1) / attention_rows<S> * (S::size / (rows * S::dims[S::rank - 1]));
+    constexpr index_t blocks = (rows + Rb - 1) / Rb * (S::size / (rows * S::dims[S::rank - 1]));
     static_assert(blocks < (index_t(1) << 31), "tenfold::cuda: attention over more than 2^31 blocks");
-    launch<Body>(dim3(unsigned(blocks)), dim3(attention_block), s, dst, n, what);
+    launch<Body>(dim3(unsigned(blocks)), dim3(Threads), s, dst, n, what);
   } else {
     constexpr launch_shape l = elementwise_launch(S::size, 1);
     launch<indexed_body>(l.grid, l.block, s, dst, n, what);
   }
 }
 
-template <class Dst, class N>
-void run_attention(const Dst& dst, const N& n, stream_ref s) {
+template <class N>
+void check_attention_lengths(const N& n) {
   if (n.lengths && !n.lengths_on_device)
     throw error("tenfold::cuda: attention with key_lengths in host memory: give the device its lengths as a cuda::Tensor "
                 "(cuda::key_lengths), or evaluate it on the CPU");
-  launch_attention<attention_body, fast_attention<N>()>(dst, n, s, "tenfold::cuda attention kernel");
 }
 } // namespace tenfold::cuda::detail

@@ -214,6 +214,7 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 
 template <class Dst, class N>
 void run_attention_grad(const Dst& dst, const N& n, stream_ref s) {
-  launch_attention<attention_grad_body, fast_attention_grad<N>()>(dst, n, s, "tenfold::cuda attention backward kernel");
+  launch_attention<attention_grad_body, fast_attention_grad<N>(), attention_rows<typename N::shape_type>>(dst, n, s,
+                                                                                                        "tenfold::cuda attention backward kernel");
 }
 } // namespace tenfold::cuda::detail

@@ -8,7 +8,8 @@
 //   - a reduction whose innermost axis reduces -> a group (warp or block) per output (cuda/rows.hpp)
 //   - an elementwise root with row-fused parts -> a group per row, reductions into slots (cuda/rows.hpp)
 //   - attention and its backward pass          -> a block per tile of rows, the other side through shared memory
-//                                                 (cuda/attention.hpp, cuda/attention_backward.hpp)
+//                                                 (cuda/attention.hpp, cuda/attention_tiled.hpp,
+//                                                 cuda/attention_backward.hpp)
 //   - a scan                                   -> a thread per scanned line
 //   - take's adjoint (scatter-add)             -> a thread per output, over every index
 //   - reductions with no row to share          -> a thread per element, its reductions once each
@@ -16,6 +17,7 @@
 // All launches are asynchronous on the given stream; nothing synchronises but to_host/copy_to.
 #include "tenfold/core/scatter_node.hpp"
 #include "tenfold/cuda/attention_backward.hpp"
+#include "tenfold/cuda/attention_tiled.hpp"
 #include "tenfold/cuda/dot.hpp"
 #include "tenfold/cuda/gemm_sm90.hpp"
 #include "tenfold/cuda/materialize.hpp"
