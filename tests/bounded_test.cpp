@@ -1,5 +1,5 @@
 // Bounded run-time extents (shape<upto<N>, ...>, issue 16 item 1): a tensor one of whose axes (the
-// first, or a middle one: [H, upto<T>, D]) holds up to N positions and a run-time length of them. Each op
+// first, a middle one: [H, upto<T>, D], or the last) holds up to N positions and a run-time length of them. Each op
 // family that takes them so far (elementwise with broadcasting, row-fused composites, reductions,
 // lookups, rope, matmul of bounded rows, attention, views that carry the bound) is compared, at lengths
 // 1, an odd length and the capacity, with the same expression over static shapes (or, where the bounded
@@ -657,3 +657,61 @@ TEST_CASE("upto<N> on a middle axis: reductions over it count its length") {
   }
 }
 
+
+namespace {
+// `got` (bounded on any axis) against `want` (static, same capacities) at the active positions, and every
+// element past the length still the sentinel.
+template <class T, class B, class S>
+void check_bounded(const Tensor<T, B>& got, const Tensor<T, S>& want, index_t length, double tol) {
+  static_assert(B::size == S::size);
+  REQUIRE(got.length() == length);
+  constexpr int b = B::bounded_axis;
+  index_t after = 1;
+  for (int i = b + 1; i < B::rank; ++i) after *= B::dims[i];
+  double worst = 0;
+  index_t touched = 0;
+  for (index_t k = 0; k < B::size; ++k) {
+    if ((k / after) % B::dims[b] < length) worst = std::max(worst, double(std::fabs(got.data()[k] - want.data()[k])));
+    else touched += got.data()[k] != T(sentinel);
+  }
+  CHECK(worst <= tol);
+  CHECK(touched == 0);
+}
+} // namespace
+
+TEST_CASE("upto<N> innermost and kept: reductions over the other axes run over its active columns") {
+  constexpr index_t A = 3, C = 5, T = 40;
+  Tensor<float, shape<A, T>> xs;
+  Tensor<float, shape<A, C, T>> ys;
+  fill(xs, 71);
+  fill(ys, 72);
+  for (index_t n : {index_t(1), index_t(19), index_t(40)}) {
+    INFO("length " << n);
+    Tensor<float, shape<A, upto<T>>> x;
+    Tensor<float, shape<A, C, upto<T>>> y;
+    load(x, xs, n);
+    std::copy(ys.begin(), ys.end(), y.begin());
+    y.set_length(n);
+    // [A, upto<T>] over axis 0: one row of outputs
+    Tensor<float, shape<upto<T>>> r;
+    poison(r);
+    r = sum(x, axis<0>);
+    check_bounded(r, Tensor<float, shape<T>>(sum(xs, axis<0>)), n, 1e-6);
+    poison(r);
+    r = max(x, axis<0>);
+    check_bounded(r, Tensor<float, shape<T>>(max(xs, axis<0>)), n, 0);
+    // [A, C, upto<T>] over axis 1 (rows of outputs) and over axes 0 and 1
+    Tensor<float, shape<A, upto<T>>> m;
+    poison(m);
+    m = mean(y, axis<1>);
+    check_bounded(m, Tensor<float, shape<A, T>>(mean(ys, axis<1>)), n, 1e-6);
+    poison(r);
+    r = sum(square(y), axes<0, 1>);
+    check_bounded(r, Tensor<float, shape<T>>(sum(square(ys), axes<0, 1>)), n, 1e-5);
+    // kept and broadcast back: centred columns
+    Tensor<float, shape<A, upto<T>>> c;
+    poison(c);
+    c = x - mean(x, axis<0>, keepdims);
+    check_bounded(c, Tensor<float, shape<A, T>>(xs - mean(xs, axis<0>, keepdims)), n, 1e-6);
+  }
+}

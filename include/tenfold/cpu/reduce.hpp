@@ -276,6 +276,14 @@ void run_reduce(const Dst& dst, const N& n) {
     // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
     constexpr index_t width = IS::dims[R - 1], tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
     constexpr index_t out_rows = outputs / (width ? width : 1);
+    // (the kept innermost axis bounded: every row of outputs, each to the length; a kept bounded axis
+    // before it: the active rows, each whole)
+    constexpr bool inner_bounded = OS::has_bounded && OS::bounded_axis == OS::rank - 1;
+    const index_t active_width = [&] {
+      if constexpr (inner_bounded) return dst.length();
+      else return width;
+    }();
+    const index_t active_rows = inner_bounded ? out_rows : active / (width ? width : 1);
     const index_t blocks = (active_count + reduce_block - 1) / reduce_block;
     // Block b of reduced positions ([b * reduce_block, ...): one partial per output of the tile) into
     // blk[0, j1 - j0); the blocks are then merged into the total in order (pairwise-ish accuracy for
@@ -326,8 +334,8 @@ void run_reduce(const Dst& dst, const N& n) {
     } else {
       auto one_tile = [&](index_t arow, index_t j0) {
         index_t orow = arow; // (a kept bounded axis before the last: the active rows, mapped)
-        if constexpr (OS::has_bounded) orow = detail::active_at<OS, OS::rank - 1>(arow, dst.length());
-        const index_t j1 = std::min(width, j0 + tile);
+        if constexpr (OS::has_bounded && !inner_bounded) orow = detail::active_at<OS, OS::rank - 1>(arow, dst.length());
+        const index_t j1 = std::min(active_width, j0 + tile);
         A acc[tile], blk[tile];
         for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();
         for (index_t b = 0; b < blocks; ++b) {
@@ -341,9 +349,9 @@ void run_reduce(const Dst& dst, const N& n) {
           dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc[j - j0], active_count));
         }
       };
-      constexpr index_t tiles = (width + tile - 1) / tile;
+      const index_t tiles = (active_width + tile - 1) / tile;
       const index_t grain = std::max<index_t>(1, parallel_reduce_grain / std::max<index_t>(count * tile, 1));
-      parallel_for(active / (width ? width : 1) * tiles, grain, 1, [&](index_t b, index_t e) {
+      parallel_for(active_rows * tiles, grain, 1, [&](index_t b, index_t e) {
         for (index_t t = b; t < e; ++t) one_tile(t / tiles, (t % tiles) * tile);
       });
     }

@@ -22,7 +22,7 @@ struct touches_bounded {
 };
 
 // What evaluates over an upto<N> extent so far: leaves, scalars, elementwise ops (with broadcasting),
-// reductions (over the bounded axis too), take/embedding at bounded indices, a matmul of a [upto<M>,
+// reductions (over the bounded axis, or keeping it anywhere), take/embedding at bounded indices, a matmul of a [upto<M>,
 // K] matrix by a static one, attention over [..., upto<S>, D] queries (and keys), and views that carry
 // the bounded axis on one to one. Anything else that meets one is refused by name at compile time.
 template <class N>
@@ -36,12 +36,7 @@ struct refuses_bounded {
       return has_length<typename N::holder_type> &&
              (!N::shape_type::has_bounded || N::strides[N::shape_type::has_bounded ? N::shape_type::bounded_axis : 0] < 0);
     else if constexpr (is_terminal_v<N> || is_map_node_v<N> || is_let_node_v<N>) return false;
-    else if constexpr (is_reduce_node_v<N>) { // (over the bounded axis too: the count is the length's)
-      using I = typename N::input_shape;
-      constexpr int b = I::has_bounded ? I::bounded_axis : 0;
-      // not yet: keeping a bounded innermost axis (of rank >= 2) while reducing another
-      return I::has_bounded && b > 0 && b == I::rank - 1 && !N::mask[b];
-    }
+    else if constexpr (is_reduce_node_v<N>) return false; // (over the bounded axis too: the count is the length's)
     // a lookup in a static source at indices of a bounded shape (an embedding of [upto<T>] token ids);
     // only the active indices are checked and read
     else if constexpr (is_take_node_v<N>) return N::source_shape::has_bounded;
@@ -78,7 +73,7 @@ template <class N>
 struct check_bounded_support {
   static_assert(!any_node<refuses_bounded, N>(),
                 "tenfold: an upto<N> extent reaches an operation or a view that does not support bounded extents yet "
-                "(so far: elementwise ops, broadcasting, reductions (not keeping a bounded innermost axis), take/embedding at "
+                "(so far: elementwise ops, broadcasting, reductions, take/embedding at "
                 "bounded indices, matmul of [upto<M>, K] by a static matrix, attention over [..., upto<S>, D], and views "
                 "that carry the bounded axis on one to one: slices and broadcasts of the other axes, permutations, "
                 "reshapes of the other axes)");
