@@ -31,6 +31,25 @@ void check_attention(Make make, MakeDev make_dev, const char* what, unsigned see
   out = make_dev(dq.expr(), dk.expr(), dv.expr());
   check_close(cpu, cuda::to_host(out), att_tol, what, att_scale);
 }
+// attention(q, k, v, key_lengths) for 3 batch elements of 2 heads, lengths 1, 33 (a tile and one) and Sk
+// (every key), with the lengths in device memory against the CPU's; host lengths on the device are an error.
+template <index_t Sq, index_t Sk, index_t D, index_t Dv>
+void check_key_lengths(unsigned seed, const char* what) {
+  const auto q = test::random_tensor<float, shape<3, 2, Sq, D>>(-1, 1, seed);
+  const auto k = test::random_tensor<float, shape<3, 2, Sk, D>>(-1, 1, seed + 1);
+  const auto v = test::random_tensor<float, shape<3, 2, Sk, Dv>>(-1, 1, seed + 2);
+  Tensor<std::int32_t, shape<3>> lens;
+  lens(0) = 1, lens(1) = 33, lens(2) = std::int32_t(Sk);
+  const Tensor<float, shape<3, 2, Sq, Dv>> cpu = attention(q, k, v, key_lengths(lens));
+  const auto dq = cuda::to_device(q);
+  const auto dk = cuda::to_device(k);
+  const auto dv = cuda::to_device(v);
+  const auto dlens = cuda::to_device(lens);
+  cuda::Tensor<float, shape<3, 2, Sq, Dv>> out;
+  out = attention(dq.expr(), dk.expr(), dv.expr(), cuda::key_lengths(dlens));
+  check_close(cpu, cuda::to_host(out), att_tol, what, att_scale);
+  CHECK_THROWS_WITH(out = attention(dq.expr(), dk.expr(), dv.expr(), key_lengths(lens)), Catch::Contains("key_lengths in host memory"));
+}
 } // namespace
 
 TEST_CASE("attention on the device matches the CPU", "[attention]") {
@@ -91,40 +110,13 @@ TEST_CASE("the tiled attention kernel matches the CPU", "[attention]") {
     const auto pk = [](const auto& q, const auto& k, const auto& v) { return attention(q, permute<0, 2, 1>(k), v) * 2.0f + 1.0f; };
     check_attention<shape<2, 33, 16>, shape<2, 16, 280>, shape<2, 280, 32>, shape<2, 33, 32>>(pk, pk, "tiled permuted k", 28);
   }
-  SECTION("key_lengths in device memory") {
-    const auto q = test::random_tensor<float, shape<3, 2, 70, 8>>(-1, 1, 33);
-    const auto k = test::random_tensor<float, shape<3, 2, 300, 8>>(-1, 1, 34);
-    const auto v = test::random_tensor<float, shape<3, 2, 300, 32>>(-1, 1, 35);
-    Tensor<std::int32_t, shape<3>> lens;
-    lens(0) = 1, lens(1) = 33, lens(2) = 300;
-    const Tensor<float, shape<3, 2, 70, 32>> cpu = attention(q, k, v, key_lengths(lens));
-    const auto dq = cuda::to_device(q);
-    const auto dk = cuda::to_device(k);
-    const auto dv = cuda::to_device(v);
-    const auto dlens = cuda::to_device(lens);
-    cuda::Tensor<float, shape<3, 2, 70, 32>> out;
-    out = attention(dq.expr(), dk.expr(), dv.expr(), cuda::key_lengths(dlens));
-    check_close(cpu, cuda::to_host(out), att_tol, "tiled key_lengths", att_scale);
-  }
+  SECTION("key_lengths in device memory") { check_key_lengths<70, 300, 8, 32>(33, "tiled key_lengths"); }
 }
 
 TEST_CASE("attention with key_lengths on the device: lengths in device memory match the CPU, host ones are an error",
           "[attention]") {
   TENFOLD_REQUIRE_DEVICE();
-  const auto q = test::random_tensor<float, shape<3, 2, 5, 8>>(-1, 1, 30);
-  const auto k = test::random_tensor<float, shape<3, 2, 40, 8>>(-1, 1, 31);
-  const auto v = test::random_tensor<float, shape<3, 2, 40, 8>>(-1, 1, 32);
-  Tensor<std::int32_t, shape<3>> lens;
-  lens(0) = 1, lens(1) = 33, lens(2) = 40; // one key, a tile and a tail, every key
-  const Tensor<float, shape<3, 2, 5, 8>> cpu = attention(q, k, v, key_lengths(lens));
-  const auto dq = cuda::to_device(q);
-  const auto dk = cuda::to_device(k);
-  const auto dv = cuda::to_device(v);
-  const auto dlens = cuda::to_device(lens);
-  cuda::Tensor<float, shape<3, 2, 5, 8>> out;
-  out = attention(dq.expr(), dk.expr(), dv.expr(), cuda::key_lengths(dlens));
-  check_close(cpu, cuda::to_host(out), att_tol, "key_lengths", att_scale);
-  CHECK_THROWS_WITH(out = attention(dq.expr(), dk.expr(), dv.expr(), key_lengths(lens)), Catch::Contains("key_lengths in host memory"));
+  check_key_lengths<5, 40, 8, 8>(30, "key_lengths");
 }
 
 // The gradients of q, k and v through value_and_grad with device tensors: the backward kernels
