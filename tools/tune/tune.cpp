@@ -11,8 +11,11 @@
 // (the benchmark shapes and the examples' layers) through the same schedule and kernels as a program's
 // matmul (schedule_gemm, gemm_split, gemm_range), scored by the geometric mean of its time over the
 // defaults', and rejected if any element of any product is off the double-precision reference by more
-// than the bound of a K-term float sum. The winner must then beat the defaults in a final alternated
-// comparison by at least 5% (keep_threshold), else the class keeps the defaults.
+// than the bound of a K-term float sum, or if it is more than 5% slower than the defaults on any shape of
+// the class (a mean over the class once let a large gain on one shape hide a 2x loss on three others:
+// bench/RESULTS.md, the Intel model 167 kind). The winner must then beat the defaults in a final
+// alternated comparison by at least 5% (keep_threshold) over the class and lose no more than 5% on any of
+// its shapes, else the class keeps the defaults.
 #include <tenfold/tenfold.hpp>
 
 #include <algorithm>
@@ -156,6 +159,7 @@ struct class_result {
   gemm_config best;   // what the table gets: the search's winner, or the defaults
   gemm_config found;  // the search's winner
   double speedup = 1; // defaults' time over the winner's (geometric mean over the class's shapes)
+  double worst = 1;   // ... and on the class's shape where the winner does worst
   int tried = 0, rejected = 0;
 };
 
@@ -168,7 +172,8 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
     if (!probs[i].correct(gemm_config{})) throw std::runtime_error("the default configuration is wrong on this machine: run the tests");
     base[i] = probs[i].seconds(gemm_config{}, min_s);
   }
-  // Geometric mean of time / default time; infinity when any product is wrong.
+  // Geometric mean of time / default time; infinity when any product is wrong, or more than
+  // keep_threshold slower than the defaults' (no shape of the class is traded for another).
   auto score = [&](const gemm_config& cfg) {
     ++r.tried;
     double log_sum = 0;
@@ -177,7 +182,9 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
         ++r.rejected;
         return double(INFINITY);
       }
-      log_sum += std::log(probs[i].seconds(cfg, min_s) / base[i]);
+      const double ratio = probs[i].seconds(cfg, min_s) / base[i];
+      if (ratio > keep_threshold) return double(INFINITY);
+      log_sum += std::log(ratio);
     }
     return std::exp(log_sum / double(probs.size()));
   };
@@ -204,9 +211,9 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
   // The winner against the defaults once more, alternated, on every shape: the median of five paired
   // ratios per shape, their geometric mean over the class; kept only where that is at least
   // `keep_threshold`, so that a virtual machine's noise (+-30% from run to run here) does not move a
-  // class off the defaults.
+  // class off the defaults, and where no shape's median is more than keep_threshold slower.
   if (!(best == gemm_config{})) {
-    double log_sum = 0;
+    double log_sum = 0, worst = INFINITY;
     for (auto& p : probs) {
       std::vector<double> ratios;
       for (int rep = 0; rep < (quick ? 1 : 5); ++rep) {
@@ -215,9 +222,10 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
       }
       std::sort(ratios.begin(), ratios.end());
       log_sum += std::log(ratios[ratios.size() / 2]);
+      worst = std::min(worst, ratios[ratios.size() / 2]);
     }
-    r.found = best, r.speedup = std::exp(log_sum / double(probs.size()));
-    if (r.speedup >= keep_threshold) r.best = best;
+    r.found = best, r.speedup = std::exp(log_sum / double(probs.size())), r.worst = worst;
+    if (r.speedup >= keep_threshold && r.worst * keep_threshold >= 1.0) r.best = best;
   }
   return r;
 }
@@ -326,14 +334,15 @@ int main(int argc, char** argv) {
       const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
       const bool taken = !(r.best == gemm_config{});
       const bool searched_off_defaults = !(r.found == gemm_config{});
-      std::printf("%-9s %3d tried, %d rejected, %5.1f s: best %s, %.3fx the defaults: %s\n", std::string(cpu::name_of(cls)).c_str(), r.tried,
-                  r.rejected, s, describe(r.found).c_str(), r.speedup,
+      std::printf("%-9s %3d tried, %d rejected, %5.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n",
+                  std::string(cpu::name_of(cls)).c_str(), r.tried, r.rejected, s, describe(r.found).c_str(), r.speedup, r.worst,
                   taken ? "taken" : searched_off_defaults ? "below the threshold, defaults kept" : "the defaults are the fastest");
       std::ostringstream note;
       note << model << ", " << date << ": " << std::fixed;
       note.precision(3);
       if (taken) note << r.speedup << "x the defaults";
-      else if (searched_off_defaults) note << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x)";
+      else if (searched_off_defaults)
+        note << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
       else note << "the defaults are the fastest";
       lines.push_back(entry_line(built, r, note.str()));
     }
