@@ -183,6 +183,40 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
                          cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40},
                          cpu::gemm_config_for<float>(2 * 17 * 15, 40, K));
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
+
+  // One output tile of long sums (a first layer's weight gradient as autodiff writes it: x with the
+  // batch as its channels, g as a 16 x 16 kernel, 3 x 3 outputs): cut along k (gemm_k_slices), the
+  // slices' products added in slice order whatever the pool size; bare and with an epilogue, and with
+  // the kernel a permuted view (g [batch, 16, 16, OC] read in place, as autodiff reads it).
+  Tensor<float, shape<1, 16, 16, 80>> kx;
+  Tensor<float, shape<16, 16, 80, 16>> kk;
+  Tensor<float, shape<16>> kb;
+  fill(kx, 19), fill(kk, 20), fill(kb, 21);
+  using Kv = decltype(conv2d(kx, kk, padding<1>, nhwc));
+  constexpr index_t KM = 9, KN = 16, KK = 16 * 16 * 80, slices = cpu::gemm_k_slices<float>(KM, KN, KK);
+  static_assert(slices > 1);
+  Tensor<float, shape<1, 3, 3, 16>> ky = conv2d(kx, kk, padding<1>, nhwc), kyf = relu(conv2d(kx, kk, padding<1>, nhwc) + kb);
+  static constexpr cpu::conv_dims kdims = cpu::conv_dims_of<Kv>();
+  const cpu::gemm_config kcfg = cpu::gemm_config_for<float>(KM, KN, KK);
+  std::vector<float> ksum(KM * KN), kpart(KM * KN);
+  for (index_t s = 0; s < slices; ++s) {
+    cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{kx.data(), &kdims}, cpu::weight_operand<Kv>(kk.data()), KM, KK,
+                           cpu::gemm_part{0, KM, 0, KN, cpu::gemm_k_slice_start(KK, s, slices, kcfg.kc),
+                                          cpu::gemm_k_slice_start(KK, s + 1, slices, kcfg.kc)},
+                           cpu::gemm_direct_out<float>{kpart.data(), KN}, kcfg);
+    for (index_t i = 0; i < KM * KN; ++i) ksum[i] = s == 0 ? kpart[i] : ksum[i] + kpart[i];
+  }
+  for (index_t i = 0; i < ky.size(); ++i) REQUIRE(ky.data()[i] == ksum[i]);
+  for (index_t i = 0; i < ky.size(); ++i) REQUIRE(kyf.data()[i] == std::max(ksum[i] + kb.data()[i % 16], 0.0f));
+  const conv_case kc{1, 80, 16, 16, 16, 16, 16, 1, 1, 1, 1};
+  require_close<float>(ky, naive<float>(kc, true, false, kx.data(), kk.data()), "k-sliced conv");
+  Tensor<float, shape<80, 16, 16, 16>> kg; // the kernel as g: [batch, H, W, OC]
+  for (index_t n = 0; n < 80; ++n)
+    for (index_t i = 0; i < 16; ++i)
+      for (index_t j = 0; j < 16; ++j)
+        for (index_t o = 0; o < 16; ++o) kg(n, i, j, o) = kk(i, j, n, o);
+  Tensor<float, shape<1, 3, 3, 16>> kyv = conv2d(kx, permute<1, 2, 0, 3>(kg), padding<1>, nhwc);
+  require_close<float>(kyv, naive<float>(kc, true, false, kx.data(), kk.data()), "k-sliced conv, strided kernel");
 }
 
 // A small CNN as a program: conv -> bias + relu (in the first GEMM's store) -> conv. The arena holds

@@ -298,6 +298,39 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   CHECK(dot_epilogue);
 }
 
+TEST_CASE("gemm: one register tile of long sums is cut along k, the slices added in order", "[gemm][determinism]") {
+  // (A first layer's weight gradient has this shape: 9 x 16 outputs, each a sum over the batch's
+  // positions.) The bits must be those of the slices' single-range products added in slice order,
+  // whatever the pool size (ctest runs this with 1 and 2 threads), and close to the exact sums.
+  constexpr index_t M = 9, N = 16, K = 20011;
+  constexpr index_t slices = cpu::gemm_k_slices<float>(M, N, K);
+  static_assert(slices > 1 && cpu::gemm_k_slices<float>(M, N, 1000) == 1 && cpu::gemm_k_slices<float>(40, N, K) == 1);
+  const auto a = random_tensor<float, shape<M, K>>(13);
+  const auto b = random_tensor<float, shape<K, N>>(14);
+  const auto bias = random_tensor<float, shape<N>>(15);
+  Tensor<float, shape<M, N>> c = matmul(a, b), fused = relu(matmul(a, b) + bias);
+  const cpu::gemm_config cfg = cpu::gemm_config_for<float>(M, N, K);
+  std::vector<float> sum(M * N), part(M * N);
+  for (index_t s = 0; s < slices; ++s) {
+    const index_t k0 = cpu::gemm_k_slice_start(K, s, slices, cfg.kc), k1 = cpu::gemm_k_slice_start(K, s + 1, slices, cfg.kc);
+    REQUIRE(k0 < k1);
+    gemm_range<float>(matrix_ref<float>{a.data(), K, 1}, matrix_ref<float>{b.data(), N, 1}, M, K, {0, M, 0, N, k0, k1},
+                      cpu::gemm_direct_out<float>{part.data(), N}, cfg);
+    for (index_t i = 0; i < M * N; ++i) sum[i] = s == 0 ? part[i] : sum[i] + part[i];
+  }
+  CHECK(std::memcmp(c.data(), sum.data(), sizeof(float) * M * N) == 0);
+  bool close = true, epilogue = true;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld e = 0, mag = 0;
+      for (index_t k = 0; k < K; ++k) e += ld(a(i, k)) * b(k, j), mag += std::fabs(ld(a(i, k)) * b(k, j));
+      close = close && std::fabs(c(i, j) - e) <= 4 * K * std::numeric_limits<float>::epsilon() * mag;
+      epilogue = epilogue && fused(i, j) == std::max(c(i, j) + bias(j), 0.0f);
+    }
+  CHECK(close);
+  CHECK(epilogue);
+}
+
 TEST_CASE("gemm: bf16 operands, dtype conversion and activations in the store", "[gemm]") {
   const auto a = random_tensor<bf16, shape<37, 70>>(7);
   const auto b = random_tensor<bf16, shape<70, 45>>(8);

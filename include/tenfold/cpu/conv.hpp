@@ -117,7 +117,9 @@ void run_conv(const Dst& dst, const N& root) {
     using index_array = std::array<index_t, 5>;
     // Threads as run_gemm splits them: whole products per thread when there are enough, else each is cut.
     constexpr gemm_config cfg = gemm_config_for<T>(M, NC, K);
-    const gemm_schedule sched = schedule_gemm(M, NC, K, gemms, false, cfg);
+    // A single product too small to cut over threads is cut along k instead (a weight gradient's).
+    constexpr index_t slices = gemms == 1 ? gemm_k_slices<T>(M, NC, K) : 1;
+    const gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(M, NC, K, gemms, false, cfg);
     const index_t parts = sched.parts;
     auto task = [&](index_t t0, index_t t1) {
       for (index_t t = t0; t < t1; ++t) {
@@ -147,12 +149,16 @@ void run_conv(const Dst& dst, const N& root) {
         const index_t x_group = g * Cv::Cg * dims.xc, w_group = g * (Cv::geometry.transposed ? Cv::Cg * dims.wc : OCg * dims.wm);
         const auto w = weight_operand<Cv>(wp + w_group);
         auto product = [&](const auto& a, const auto& bm) {
+          auto run = [&](const auto& out) {
+            if constexpr (slices > 1) gemm_k_sliced<T>(a, bm, M, NC, K, slices, out, cfg);
+            else gemm_range<T>(a, bm, M, K, range, out, cfg);
+          };
           if constexpr (direct) {
             constexpr auto ds = Dst::strides;
             T* c = dst.data() + Dst::offset + (nhwc ? g * OCg * ds[3] : n * ds[0] + g * OCg * ds[1]);
-            gemm_range<T>(a, bm, M, K, range, gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]}, cfg);
+            run(gemm_direct_out<T>{c, nhwc ? ds[2] : ds[1]});
           } else {
-            gemm_range<T>(a, bm, M, K, range, gemm_erased_out<T>::of(store), cfg);
+            run(gemm_erased_out<T>::of(store));
           }
         };
         if constexpr (nhwc) {

@@ -112,7 +112,7 @@ index_t pack_a(const conv_weight_ref<E>& a, index_t i0, index_t mc, index_t k0, 
 
 template <class T, class E>
 void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t nc, T* out) {
-  constexpr index_t NR = gemm_tile<T>::NR;
+  constexpr index_t NR = gemm_tile<T>::NR, W = gemm_tile<T>::W;
   const conv_dims& d = *b.d;
   if (d.wm == 1) { // output channels adjacent: each k's row read once, left to right, and dealt out to the panels
     conv_k_walk k(d, k0);
@@ -124,6 +124,9 @@ void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, ind
         if (cols == NR) {
 #pragma GCC unroll 4
           for (index_t c = 0; c < NR; ++c) o[c] = static_cast<T>(s[q + c]);
+        } else if (std::is_same_v<T, E> && cols == W) { // one vector of channels (16 on AVX-512)
+          batch<T>::load_unaligned(reinterpret_cast<const T*>(s) + q).store_unaligned(o);
+          for (index_t c = W; c < NR; c += W) batch<T>(T(0)).store_unaligned(o + c);
         } else {
           for (index_t c = 0; c < cols; ++c) o[c] = static_cast<T>(s[q + c]);
           for (index_t c = cols; c < NR; ++c) o[c] = T(0);

@@ -8,6 +8,7 @@
 // rows of the same element type, C is the destination itself; otherwise it is a per-thread scratch
 // block, and once its last slice is done `epilogue(block, ldc, i0, mc, j0, nc)` stores it through the
 // consumer expression (relu(matmul(x, w) + b) is applied in the store, not in a second pass).
+#include <algorithm>
 #include <memory>
 
 #include "tenfold/cpu/gemm_config.hpp"
@@ -40,17 +41,19 @@ class gemm_workspace {
   struct a_tag;
   struct b_tag;
   struct c_tag;
+  struct k_tag;
 
  public:
   scratch_buffer<T, a_tag> a;
   scratch_buffer<T, b_tag> b;
   scratch_buffer<T, c_tag> c;
+  scratch_buffer<T, k_tag> k; // the partial products of a k-sliced product (gemm_k_sliced)
   static gemm_workspace& local() {
     [[maybe_unused]] static const bool registered = (register_scratch([] { local().grow_to_largest(); }), true);
     static thread_local gemm_workspace w;
     return w;
   }
-  void grow_to_largest() { a.grow_to_largest(), b.grow_to_largest(), c.grow_to_largest(); }
+  void grow_to_largest() { a.grow_to_largest(), b.grow_to_largest(), c.grow_to_largest(), k.grow_to_largest(); }
   // Room for any part of a product of up to `rows` rows into `cols` columns with k slices of up to kc
   // and row blocks of up to mc (bounds of what gemm_range and gemm_dot_rows ask for): a product whose
   // rows are a run-time length (upto<M>) reserves its capacity's, so that a later, longer run of it
@@ -77,9 +80,9 @@ struct gemm_epilogue_out {
   const Epilogue& epilogue;
 };
 
-// A rectangle of C: rows [r0, r1), columns [c0, c1).
+// A rectangle of C: rows [r0, r1), columns [c0, c1); summed over k in [k0, k1) (k1 < 0: to K).
 struct gemm_part {
-  index_t r0, r1, c0, c1;
+  index_t r0, r1, c0, c1, k0 = 0, k1 = -1;
 };
 
 // C[r0:r1, c0:c1] for a few rows of A (contiguous along k) and B stored transposed, [N, K] with
@@ -189,7 +192,7 @@ bool reads_b_in_place(const OB& b, index_t M) {
 // rectangle.
 template <class T, class OA, class OB, class Out>
 void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part& part, const Out& out, const gemm_config& cfg = {}) {
-  const index_t r0 = part.r0, r1 = part.r1, c0 = part.c0, c1 = part.c1;
+  const index_t r0 = part.r0, r1 = part.r1, c0 = part.c0, c1 = part.c1, kb = part.k0, ke = part.k1 < 0 ? K : part.k1;
   using G = gemm_tile<T>;
   constexpr index_t MR = G::MR, NR = G::NR;
   const index_t MC = MR * std::max<index_t>(1, cfg.mc_panels);
@@ -201,7 +204,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   // short k slices so that only a few rows of B stream at once (as many as the prefetcher follows).
   // The choice depends on M, not on the rectangle: it sets the order of the sums.
   if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>) {
-    if (M <= gemm_in_place_rows<T> && a.cs == 1 && b.rs == 1 && b.cs != 0) return gemm_dot_rows<T>(a, b, K, part, out);
+    if (kb > 0 || ke < K) { // (a slice of k: gemm_k_sliced's products, which take the blocked path)
+    } else if (M <= gemm_in_place_rows<T> && a.cs == 1 && b.rs == 1 && b.cs != 0) return gemm_dot_rows<T>(a, b, K, part, out);
     if (M == 1 && b.cs == 1) return gemm_one_row<T>(a, b, K, part, out);
   }
   const bool b_in_place = reads_b_in_place<T>(b, M);
@@ -218,9 +222,9 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
     // rows are padded by one vector so that a tile's rows are not all a power of two apart (same cache set).
     const index_t lds = np + G::W;
     T* scratch = Out::direct ? nullptr : ws.c.get((r1 - r0) * lds);
-    for (index_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
-      const index_t kc = std::min(KC, K - k0);
-      const bool last = k0 + kc >= K;
+    for (index_t k0 = kb; k0 == kb || k0 < ke; k0 += KC) {
+      const index_t kc = std::min(KC, ke - k0);
+      const bool last = k0 + kc >= ke;
       const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
       T* bp = panels ? nullptr : ws.b.get(kc * (np - full));
       if (!panels) pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
@@ -246,7 +250,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
           for (index_t p = 0; p < mc; p += MR)
-            table[cols == whole][std::min(MR, mc - p) - 1](ap + p * kcg, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > 0);
+            table[cols == whole][std::min(MR, mc - p) - 1](ap + p * kcg, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > kb);
         }
         if constexpr (!Out::direct)
           if (last) out.epilogue(static_cast<const T*>(cblk), ldc, i0, mc, j0, nc);
@@ -300,5 +304,44 @@ void run_gemm_tasks(const gemm_schedule& s, index_t batches, Task&& task) {
     auto one = [&](int t) { task(index_t(t), index_t(t) + 1); };
     thread_pool::instance().run(int(tasks), one);
   } else parallel_for(tasks, 1, 1, task);
+}
+
+// How many slices of k a product is summed in: more than one where C is too small to cut over the
+// threads (at most one register tile) and its sums are long (a first layer's weight gradient: 9 x 16
+// outputs, each over batch x 28 x 28 terms), so that each slice is a task. A function of the shape
+// alone: the bits do not depend on the number of threads.
+template <class T>
+constexpr index_t gemm_k_slices(index_t M, index_t N, index_t K) {
+  if (M > gemm_tile<T>::MR || N > gemm_tile<T>::NR || K < 16384 || 2.0 * double(M) * double(N) * double(K) < 4e6) return 1;
+  return std::min<index_t>(8, K / 4096);
+}
+
+// Where slice s of `slices` starts (s = slices: K): at a multiple of kc, so each slice is whole KC slices but the last.
+constexpr index_t gemm_k_slice_start(index_t K, index_t s, index_t slices, index_t kc) {
+  return s == slices ? K : std::min(K, (K * s / slices + kc - 1) / kc * kc);
+}
+
+// C = A B over `slices` slices of k (gemm_k_slice_start), the slices' products run on
+// the pool into blocks of the calling thread's scratch, then added in slice order and stored as
+// gemm_range stores C (into the destination, or a block handed to the epilogue). Call it from the
+// thread that owns the product, not from a pool task.
+template <class T, class OA, class OB, class Out>
+void gemm_k_sliced(const OA& a, const OB& b, index_t M, index_t N, index_t K, index_t slices, const Out& out, const gemm_config& cfg) {
+  const index_t block = M * N, kc = std::max<index_t>(1, cfg.kc);
+  T* partial = gemm_workspace<T>::local().k.get(slices * block);
+  auto bound = [&](index_t s) { return gemm_k_slice_start(K, s, slices, kc); };
+  auto task = [&](index_t s0, index_t s1) {
+    for (index_t s = s0; s < s1; ++s)
+      gemm_range<T>(a, b, M, K, gemm_part{0, M, 0, N, bound(s), bound(s + 1)}, gemm_direct_out<T>{partial + s * block, N}, cfg);
+  };
+  if (thread_pool::instance().size() > 1) parallel_for(slices, 1, 1, task);
+  else task(0, slices);
+  for (index_t s = 1; s < slices; ++s)
+    for (index_t i = 0; i < block; ++i) partial[i] += partial[s * block + i];
+  if constexpr (Out::direct) {
+    for (index_t r = 0; r < M; ++r) std::copy_n(partial + r * N, N, out.c + r * out.ldc);
+  } else {
+    out.epilogue(static_cast<const T*>(partial), N, 0, M, 0, N);
+  }
 }
 } // namespace tenfold::cpu

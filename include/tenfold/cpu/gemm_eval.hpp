@@ -172,7 +172,9 @@ void run_gemm(const Dst& dst, const N& root) {
     constexpr bool small = !fold && !bounded && use_small_gemm<Mm, T>();
     constexpr bool resident = !small && batches == 1 && M <= gemm_in_place_rows<T> &&
                               double(K) * double(N_) * double(sizeof(T)) >= 65536.0;
-    gemm_schedule sched = schedule_gemm(m, N_, K, batches, resident, cfg);
+    // A single product too small to cut over threads is cut along k instead (gemm_k_sliced).
+    constexpr index_t slices = !small && !bounded && batches == 1 ? gemm_k_slices<T>(M, N_, K) : 1;
+    gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(m, N_, K, batches, resident, cfg);
     // The unrolled small kernels take whole products, or, for those schedule_gemm gives the pool
     // (>= 4 MFLOP) with threads to spare, halves of their rows (the halves' shapes are static too, so
     // only these products instantiate them).
@@ -232,11 +234,13 @@ void run_gemm(const Dst& dst, const N& root) {
           } else {
             rows.template operator()<0, M>();
           }
-        } else if constexpr (direct) {
-          const gemm_direct_out<T> out{dst.data() + off, Dst::strides[R - 2]};
-          gemm_range<T>(a, bm, m, K, range, out, cfg);
         } else {
-          gemm_range<T>(a, bm, m, K, range, gemm_epilogue_out<decltype(store)>{store}, cfg);
+          auto run = [&](const auto& out) {
+            if constexpr (slices > 1) gemm_k_sliced<T>(a, bm, M, N_, K, slices, out, cfg);
+            else gemm_range<T>(a, bm, m, K, range, out, cfg);
+          };
+          if constexpr (direct) run(gemm_direct_out<T>{dst.data() + off, Dst::strides[R - 2]});
+          else run(gemm_epilogue_out<decltype(store)>{store});
         }
       }
     };
