@@ -1,5 +1,6 @@
 // The compile-time arena: planned sizes against the lower bound (max bytes alive at once), values
 // equal to the heap path, and clear errors for an arena that is too small or misaligned.
+#include <cmath>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -71,6 +72,43 @@ TEST_CASE("a fused expression needs no arena", "[arena]") {
   Tensor<float, shape<8, 16>> y;
   eval(y, softmax(x), std::span<std::byte>{});
   CHECK(y(0, 0) > 0);
+}
+
+TEST_CASE("a reshape at the root writes a row-major destination itself", "[arena]") {
+  const auto a = rand_t<shape<4, 5>>(12);
+  const auto b = rand_t<shape<5, 6>>(13);
+  const Tensor<float, shape<4, 6>> m = matmul(a, b);
+  // reshape(e) into a Tensor: e's nest (here the GEMM) writes the destination, no buffer and no copy
+  using E = decltype(reshape<2, 12>(matmul(a, b)));
+  STATIC_REQUIRE(arena_plan<E>::buffers == 0);
+  STATIC_REQUIRE(plan_of<E>::nests == 1);
+  Tensor<float, shape<2, 12>> y;
+  eval(y, reshape<2, 12>(matmul(a, b)), std::span<std::byte>{});
+  bool same = true;
+  for (index_t i = 0; i < 24; ++i) same = same && y.data()[i] == m.data()[i];
+  CHECK(same);
+  // into a strided destination (half the columns of a wider tensor) the reshape still goes through a
+  // buffer, and the plan for that destination counts it
+  Tensor<float, shape<2, 24>> wide = full<float, shape<2, 24>>(-1.0f);
+  using Half = decltype(slice<whole, range<0, 12>>(wide));
+  STATIC_REQUIRE(eval_arena_bytes<Half, E> > 0);
+  STATIC_REQUIRE(eval_arena_bytes<Tensor<float, shape<2, 12>>, E> == 0);
+  eval(slice<whole, range<0, 12>>(wide), reshape<2, 12>(matmul(a, b)));
+  bool half = true;
+  for (index_t r = 0; r < 2; ++r)
+    for (index_t c = 0; c < 24; ++c) half = half && wide(r, c) == (c < 12 ? m.data()[r * 12 + c] : -1.0f);
+  CHECK(half);
+  // let(e, reshape(v)), a value only reshaped (how a pool's gradient merges its windows): e itself is
+  // evaluated into the destination
+  const auto x = rand_t<shape<4, 6>>(14);
+  auto merged = [&x] { return let(permute<1, 0>(exp(x)), [](const auto& v) { return reshape<24>(v); }); };
+  STATIC_REQUIRE(arena_plan<decltype(merged())>::buffers == 0);
+  Tensor<float, shape<24>> z;
+  eval(z, merged(), std::span<std::byte>{});
+  bool merged_ok = true;
+  for (index_t j = 0; j < 6; ++j)
+    for (index_t i = 0; i < 4; ++i) merged_ok = merged_ok && std::fabs(z(j * 4 + i) - std::exp(x(i, j))) <= 1e-6f * std::exp(x(i, j));
+  CHECK(merged_ok);
 }
 
 TEST_CASE("a wrong arena is a clear error, and nothing is evaluated", "[arena]") {

@@ -380,16 +380,17 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
     }
     buffers.length = length; // (intermediate buffers of bounded shapes hold as many rows)
   }
-  const auto prepared = plan::prepare_root(std::move(root), buffers);
-  if (plan::aliases(out, prepared)) {
+  auto a = plan::peel_reshape(out, std::move(root)); // (reshape(e) into a row-major destination: e into it)
+  const auto prepared = plan::prepare_root(std::move(a.root), buffers);
+  if (plan::aliases(a.dst, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
-    Tensor<typename O::value_type, S> tmp;
+    Tensor<typename O::value_type, typename decltype(a.dst)::shape_type> tmp;
     if constexpr (S::has_bounded) tmp.set_length(out.length());
     cpu::run(as_node(tmp), prepared);
-    cpu::run(out, as_node(std::as_const(tmp)));
+    cpu::run(a.dst, as_node(std::as_const(tmp)));
     return;
   }
-  cpu::run(out, prepared);
+  cpu::run(a.dst, prepared);
 }
 } // namespace detail
 
@@ -399,7 +400,7 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
-  using P = arena_plan<N>;
+  using P = arena_plan<N, O>;
   std::unique_ptr<std::byte[], detail::aligned_delete> block;
   if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
   cpu::arena_buffers slots{block.get(), P::offsets.data(), P::buffers};
@@ -409,9 +410,10 @@ void eval(Dst&& dst, Src&& src) {
 // The arena bytes eval(dst, src, arena) needs for this destination and expression: a compile-time
 // constant (arena_plan of the expression as the destination sees it).
 template <class Dst, class Src>
-inline constexpr index_t eval_arena_bytes =
-    arena_plan<decltype(detail::expand_to<typename std::remove_const_t<decltype(detail::as_destination(std::declval<Dst&>()))>::shape_type>(
-        detail::as_node(std::declval<Src>())))>::bytes;
+inline constexpr index_t eval_arena_bytes = [] {
+  using O = std::remove_const_t<decltype(detail::as_destination(std::declval<Dst&>()))>;
+  return arena_plan<decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::declval<Src>()))), O>::bytes;
+}();
 
 // Evaluates src into dst with every materialised buffer placed in `arena` at its planned offset
 // (arena_plan<decltype(src)>): nothing is allocated. The arena must hold arena_plan<...>::bytes and be
@@ -420,7 +422,7 @@ template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src, std::span<std::byte> arena) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
-  using P = arena_plan<N>;
+  using P = arena_plan<N, O>;
   if (index_t(arena.size()) < P::bytes)
     throw error(detail::message("tenfold::eval: the arena has ", arena.size(), " bytes; this expression needs ", P::bytes));
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)

@@ -135,6 +135,8 @@ auto device_destination(X&& x) {
   }
 }
 
+template <class Dst>
+using device_destination_t = std::remove_const_t<decltype(device_destination(std::declval<Dst>()))>;
 template <class Dst, class Src>
 using root_node_t = decltype(tenfold::detail::expand_to<typename std::remove_const_t<decltype(device_destination(std::declval<Dst>()))>::shape_type>(
     tenfold::detail::as_node(std::declval<Src>())));
@@ -149,17 +151,18 @@ void eval_in(Dst&& dst, Src&& src, std::byte* arena, stream_ref s) {
   static_assert(tenfold::detail::check_assignment<typename O::value_type, typename decltype(node)::value_type>::ok);
   static_assert(!S::has_bounded && !tenfold::detail::any_node<tenfold::detail::touches_bounded, decltype(node)>(),
                 "tenfold::cuda: upto<N> extents are not supported by the CUDA evaluator yet");
-  using P = arena_plan<decltype(node)>;
+  using P = arena_plan<decltype(node), O>;
   arena_slots slots{{}, arena, P::offsets.data(), P::buffers, s};
-  const auto prepared = plan::prepare_root(std::move(node), slots);
-  if (plan::aliases(out, prepared)) {
+  auto a = plan::peel_reshape(out, std::move(node)); // as the arena planner does (plan/walk.hpp)
+  const auto prepared = plan::prepare_root(std::move(a.root), slots);
+  if (plan::aliases(a.dst, prepared)) {
     // Rare: the destination is read through another index map (x = transpose(x)). Evaluate aside.
-    Tensor<typename O::value_type, S> tmp;
+    Tensor<typename O::value_type, typename decltype(a.dst)::shape_type> tmp;
     run(tmp.out(), prepared, s);
-    run(out, tmp.expr(), s);
+    run(a.dst, tmp.expr(), s);
     return;
   }
-  run(out, prepared, s);
+  run(a.dst, prepared, s);
 }
 } // namespace detail
 
@@ -178,12 +181,12 @@ class arena {
 
 // The arena an assignment of `Src` to `Dst` needs (Dst: the destination tensor type).
 template <class Dst, class Src>
-inline constexpr index_t arena_bytes_for = arena_plan<detail::root_node_t<Dst&, Src>>::bytes;
+inline constexpr index_t arena_bytes_for = arena_plan<detail::root_node_t<Dst&, Src>, detail::device_destination_t<Dst&>>::bytes;
 
 // Evaluates src into dst (a cuda::Tensor or a writable device view), materialised buffers in `a`.
 template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src, const arena& a, stream_ref s = {}) {
-  using P = arena_plan<detail::root_node_t<Dst, Src>>;
+  using P = arena_plan<detail::root_node_t<Dst, Src>, detail::device_destination_t<Dst>>;
   if (index_t(a.size()) < P::bytes)
     throw error("tenfold::cuda::eval: the arena has " + std::to_string(a.size()) + " bytes; this expression needs " +
                 std::to_string(P::bytes));
@@ -194,7 +197,7 @@ void eval(Dst&& dst, Src&& src, const arena& a, stream_ref s = {}) {
 // for all of them (from the driver's pool: no device-wide synchronisation), released after its kernels.
 template <class Dst, class Src>
 void eval(Dst&& dst, Src&& src, stream_ref s) {
-  using P = arena_plan<detail::root_node_t<Dst, Src>>;
+  using P = arena_plan<detail::root_node_t<Dst, Src>, detail::device_destination_t<Dst>>;
   if constexpr (P::bytes == 0) {
     detail::eval_in(std::forward<Dst>(dst), std::forward<Src>(src), nullptr, s);
   } else {

@@ -130,22 +130,32 @@ struct probe<detail::generator_node<T, S, G>> {
 template <class N>
 using probe_t = typename probe<N>::type;
 
-// One root walked by the counting backend, into a destination that is no buffer. (Several roots in
-// order, with values between them, are a step: plan/step.hpp.)
-template <class Root>
+// One root walked by the counting backend, into a destination that is no buffer: laid out as `Dst` is
+// (void: row-major, a Tensor), which decides whether the root's reshape is peeled (plan/walk.hpp). (Several
+// roots in order, with values between them, are a step: plan/step.hpp.)
+template <class Root, class Dst>
 constexpr void count_root(counting_backend& be) {
   using R = probe_t<Root>;
   using T = typename R::value_type;
   using S = typename R::shape_type;
+  constexpr auto strides = [] {
+    if constexpr (std::is_void_v<Dst>) return detail::canon(strides_of<S>);
+    else return Dst::strides;
+  }();
+  constexpr index_t offset = [] {
+    if constexpr (std::is_void_v<Dst>) return index_t(0);
+    else return Dst::offset;
+  }();
   // R(), not R{}: GCC 12 fails (an internal error) reading nested members of an empty-based aggregate
   // that was list-initialised in a constant expression.
-  be.run(detail::leaf<T, S, detail::canon(strides_of<S>), 0, counted_holder<T>>(), prepare_root(R(), be));
+  auto a = peel_reshape(detail::leaf<T, S, strides, offset, counted_holder<T>>(), R()); // as the evaluator does
+  be.run(a.dst, prepare_root(std::move(a.root), be));
 }
 
-template <class Root>
+template <class Root, class Dst = void>
 constexpr arena_analysis analyze() {
   counting_backend be{};
-  count_root<Root>(be);
+  count_root<Root, Dst>(be);
   return be.a;
 }
 
@@ -228,10 +238,12 @@ constexpr std::array<index_t, max_buffers> offsets_of(const arena_layout& l) {
 } // namespace tenfold::plan
 
 namespace tenfold {
-// arena_plan<Expr>: the buffers assigning Expr needs, laid out in one arena at compile time.
-template <class E>
+// arena_plan<Expr>: the buffers assigning Expr needs, laid out in one arena at compile time; to a
+// Tensor, or to a destination laid out as the leaf Dst (a strided view of one: its layout decides
+// whether a reshape at the root needs a buffer, plan/walk.hpp's peel_reshape).
+template <class E, class Dst = void>
 struct arena_plan {
-  static constexpr plan::arena_analysis analysis = plan::analyze<detail::node_t<E>>();
+  static constexpr plan::arena_analysis analysis = plan::analyze<detail::node_t<E>, Dst>();
   static constexpr plan::arena_layout layout = plan::plan_arena(analysis);
   static constexpr int buffers = analysis.count;
   static constexpr index_t bytes = layout.bytes;                     // the arena's size

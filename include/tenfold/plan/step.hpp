@@ -101,7 +101,8 @@ struct step_counting_backend : counting_backend {
   }
   template <class Dst, class E>
   constexpr void assign(const Dst& dst, E&& e) {
-    run(leaf(dst), prepare_root(std::forward<E>(e), *this));
+    auto a = peel_reshape(leaf(dst), std::forward<E>(e)); // as the evaluator does
+    run(a.dst, prepare_root(std::move(a.root), *this));
   }
   template <class H>
   constexpr void host(const H& h) { // its arguments are read and may be written: alive here

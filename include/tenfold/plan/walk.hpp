@@ -205,6 +205,63 @@ constexpr auto prepare_root(N&& n, B& be) {
 }
 } // namespace walk
 
+// An assignment of reshape(e) to a destination laid out row-major is the assignment of e to the same
+// memory read in e's shape: e's nest then writes the destination itself, not a buffer that a second nest
+// copies into it (a max pool's gradient, computed over the windows and reshaped back to the input's
+// shape; a flattening layer's input gradient). Through lets at the root, and a let of a value merely
+// reshaped is its value; not for a bare tensor (its reshape is a strided copy already) nor for bounded
+// shapes. Every walk of an assignment (the evaluators, the arena and step planners) peels the root the
+// same way, so that the buffers they take agree.
+template <class Dst, class Root>
+struct assignment {
+  Dst dst;
+  Root root;
+};
+// A let whose body is its own value reshaped (let(e, reshape(v)): e into a buffer, then its elements
+// in order into the destination; a pool's gradient merges its windows so).
+template <class D>
+constexpr bool reshapes_own_value() {
+  using B = typename D::body_node;
+  if constexpr (is_view_node_v<B>) {
+    if constexpr (detail::is_reshape_map_v<typename B::map_type>) return reshapes_own_value<detail::let_node<typename D::tag_type, typename D::value_node, typename B::child_type>>();
+    else return false;
+  } else if constexpr (detail::is_leaf_v<B>) {
+    return std::is_same_v<detail::slot_of_t<B>, typename D::tag_type> && B::offset == 0 && B::strides == detail::canon(strides_of<typename B::shape_type>);
+  } else {
+    return false;
+  }
+}
+template <class Dst, class N>
+constexpr auto peel_reshape(const Dst& dst, N&& n) {
+  using D = std::remove_cvref_t<N>;
+  using S = typename Dst::shape_type;
+  if constexpr (S::has_bounded || Dst::strides != detail::canon(strides_of<S>)) {
+    return assignment<Dst, D>{dst, std::forward<N>(n)};
+  } else if constexpr (detail::is_let_node_v<D>) {
+    if constexpr (reshapes_own_value<D>()) {
+      using VS = typename D::value_node::shape_type;
+      using To = detail::leaf<typename Dst::element_type, VS, detail::canon(strides_of<VS>), Dst::offset, typename Dst::holder_type>;
+      return peel_reshape(To{{}, dst.holder}, std::forward<N>(n).value);
+    } else {
+      auto inner = peel_reshape(dst, std::forward<N>(n).body);
+      using Body = decltype(inner.root);
+      return assignment<decltype(inner.dst), detail::let_node<typename D::tag_type, typename D::value_node, Body>>{
+          inner.dst, {{}, std::forward<N>(n).value, std::move(inner.root)}};
+    }
+  } else if constexpr (is_view_node_v<D>) {
+    using C = typename D::child_type;
+    using CS = typename C::shape_type;
+    if constexpr (detail::is_leaf_v<C> || !detail::is_reshape_map_v<typename D::map_type> || CS::has_bounded)
+      return assignment<Dst, D>{dst, std::forward<N>(n)};
+    else {
+      using To = detail::leaf<typename Dst::element_type, CS, detail::canon(strides_of<CS>), Dst::offset, typename Dst::holder_type>;
+      return peel_reshape(To{{}, dst.holder}, std::forward<N>(n).arg);
+    }
+  } else {
+    return assignment<Dst, D>{dst, std::forward<N>(n)};
+  }
+}
+
 // The root of an assignment, prepared through backend `be`: every buffer it needs is taken and filled
 // (be.run for each, inputs first); the result is the tree the root's own nest runs.
 template <class B, class N>
