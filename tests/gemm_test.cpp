@@ -300,11 +300,12 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
 
 TEST_CASE("gemm: one register tile of long sums is cut along k, the slices added in order", "[gemm][determinism]") {
   // (A first layer's weight gradient has this shape: 9 x 16 outputs, each a sum over the batch's
-  // positions.) The bits must be those of the slices' single-range products added in slice order,
+  // positions; a second layer's is 144 x 32.) The bits must be those of the slices' single-range products added in slice order,
   // whatever the pool size (ctest runs this with 1 and 2 threads), and close to the exact sums.
   constexpr index_t M = 9, N = 16, K = 20011;
   constexpr index_t slices = cpu::gemm_k_slices<float>(M, N, K);
-  static_assert(slices > 1 && cpu::gemm_k_slices<float>(M, N, 1000) == 1 && cpu::gemm_k_slices<float>(40, N, K) == 1);
+  static_assert(slices > 1 && cpu::gemm_k_slices<float>(M, N, 1000) == 1 && cpu::gemm_k_slices<float>(300, 300, K) == 1 &&
+                cpu::gemm_k_slices<float>(2048, 2048, 2048) == 1 && cpu::gemm_k_slices<float>(144, 32, 12544) > 1);
   const auto a = random_tensor<float, shape<M, K>>(13);
   const auto b = random_tensor<float, shape<K, N>>(14);
   const auto bias = random_tensor<float, shape<N>>(15);

@@ -306,14 +306,16 @@ void run_gemm_tasks(const gemm_schedule& s, index_t batches, Task&& task) {
   } else parallel_for(tasks, 1, 1, task);
 }
 
-// How many slices of k a product is summed in: more than one where C is too small to cut over the
-// threads (at most one register tile) and its sums are long (a first layer's weight gradient: 9 x 16
-// outputs, each over batch x 28 x 28 terms), so that each slice is a task. A function of the shape
-// alone: the bits do not depend on the number of threads.
+// How many slices of k a product is summed in: more than one where its sums are long beside both of
+// C's sides (a weight gradient: 9 x 16 or 144 x 32 outputs, each over a batch's positions), so that
+// each slice is a task. Cut along M or N instead, every thread would pack all of the long B (for a
+// convolution's kernel, a strided gather) or C would not cut at all. (Each slice's C is a block of
+// scratch: at most 64 Ki elements.) A function of the shape alone: the bits do not depend on the
+// number of threads.
 template <class T>
 constexpr index_t gemm_k_slices(index_t M, index_t N, index_t K) {
-  if (M > gemm_tile<T>::MR || N > gemm_tile<T>::NR || K < 16384 || 2.0 * double(M) * double(N) * double(K) < 4e6) return 1;
-  return std::min<index_t>(8, K / 4096);
+  if (K < 4096 || K < 16 * std::max(M, N) || M * N > 65536 || 2.0 * double(M) * double(N) * double(K) < 4e6) return 1;
+  return K >= 16384 ? 8 : K >= 8192 ? 4 : 2;
 }
 
 // Where slice s of `slices` starts (s = slices: K): at a multiple of kc, so each slice is whole KC slices but the last.
