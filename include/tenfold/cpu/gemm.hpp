@@ -336,8 +336,7 @@ void gemm_k_sliced(const OA& a, const OB& b, index_t M, index_t N, index_t K, in
     for (index_t s = s0; s < s1; ++s)
       gemm_range<T>(a, b, M, K, gemm_part{0, M, 0, N, bound(s), bound(s + 1)}, gemm_direct_out<T>{partial + s * block, N}, cfg);
   };
-  if (thread_pool::instance().size() > 1) parallel_for(slices, 1, 1, task);
-  else task(0, slices);
+  parallel_for(slices, 1, 1, task); // (one thread: all slices in order on the caller)
   for (index_t s = 1; s < slices; ++s)
     for (index_t i = 0; i < block; ++i) partial[i] += partial[s * block + i];
   if constexpr (Out::direct) {
