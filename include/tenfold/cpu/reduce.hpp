@@ -288,7 +288,40 @@ void run_reduce(const Dst& dst, const N& n) {
     // Block b of reduced positions ([b * reduce_block, ...): one partial per output of the tile) into
     // blk[0, j1 - j0); the blocks are then merged into the total in order (pairwise-ish accuracy for
     // long columns, and the same bits however the blocks were shared out).
+    // A single row of a few vectors of outputs over an operand that reads as flat runs from axis K on
+    // (periodic broadcasts included: batch norm's per-channel sums in NHWC; a per-image row mask keeps
+    // K at 1): reduced row r is row r % rows_per_run of run r / rows_per_run, and a block's partials
+    // stay in registers. The same combines in the same order as below, so the same bits.
+    constexpr int K = [] {
+      int k = R - 1;
+      while (k > 0 && flat_from<C>(k - 1)) --k;
+      return k;
+    }();
+    constexpr bool flat_block = out_rows == 1 && !N::shape_type::has_bounded && !over_bounded && K < R - 1 &&
+                                simd_reducible<Op, I, A> && std::is_same_v<L, I> && width % lanes<I> == 0 &&
+                                width / lanes<I> <= 8;
+    constexpr index_t rows_per_run = [] {
+      index_t r = 1;
+      for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
+      return r;
+    }();
     auto block = [&](index_t orow, index_t j0, index_t j1, index_t b, A* blk) {
+      if constexpr (flat_block) {
+        constexpr index_t w = lanes<I>, V = width / w;
+        batch<I> acc[V];
+        for (index_t v = 0; v < V; ++v) acc[v] = batch<I>(Op::template identity<A>());
+        for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend;) {
+          index_array at{};
+          for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
+          const auto row = make_row<K, L>(n.arg, at.data());
+          const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
+          for (index_t i = r % rows_per_run; i < i1; ++i, ++r)
+            for (index_t v = 0; v < V; ++v) acc[v] = Op::simd_combine(acc[v], row.load(i * width + v * w));
+        }
+        for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(blk + v * w);
+        (void)orow, (void)j0, (void)j1;
+        return;
+      }
       index_array in{}, out{};
       detail::unravel<typename N::shape_type>(orow * width, out.data());
       N::base_index(out.data(), in.data());
