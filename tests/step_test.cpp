@@ -4,10 +4,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <tenfold/autodiff/backward.hpp>
+#include <tenfold/autodiff/optim.hpp>
 #include <tenfold/dist/communicator.hpp>
 #include <tenfold/tenfold.hpp>
 
@@ -397,4 +400,55 @@ TEST_CASE("save_forward saves a product over a slot unless a statement between i
   float norm = 0;
   for (float e : o2) norm += e * e;
   CHECK(norm > 1e-3f);
+}
+
+TEST_CASE("together: elementwise assignments in one pass give the assignments in sequence", "[step][together]") {
+  // Adam's update of 5000 elements (several chunks, both threads): the moments written and read back in
+  // the same pass, against the three assignments one after another, bit for bit.
+  constexpr index_t N = 5000;
+  rng gen(7);
+  const Tensor<float, shape<N>> g = normal<shape<N>>(gen), p0 = normal<shape<N>>(gen);
+  Tensor<float, shape<N>> m0 = normal<shape<N>>(gen) * 0.1f, v0 = square(normal<shape<N>>(gen)) * 0.01f;
+  Tensor<float, shape<N>> p = p0, m = m0, v = v0, ps = p0, ms = m0, vs = v0;
+  const float b1 = 0.9f, b2 = 0.999f, rate = 3e-3f, scale = 1.2f, eps = 1e-8f;
+  eval(together(assign(m, m * b1 + g * (1 - b1)), assign(v, v * b2 + square(g) * (1 - b2)),
+                assign(p, p - m * rate / (sqrt(v) * scale + eps))));
+  ms = ms * b1 + g * (1 - b1);
+  vs = vs * b2 + square(g) * (1 - b2);
+  ps = ps - ms * rate / (sqrt(vs) * scale + eps);
+  CHECK(std::memcmp(m.data(), ms.data(), sizeof(float) * N) == 0);
+  CHECK(std::memcmp(v.data(), vs.data(), sizeof(float) * N) == 0);
+  CHECK(std::memcmp(p.data(), ps.data(), sizeof(float) * N) == 0);
+  CHECK(p(0) != p0(0)); // (it ran)
+
+  // A destination read through another index map (flip): the group runs one assignment after another,
+  // and the result is still the sequence's.
+  Tensor<float, shape<N>> a = p0, b = g, as = p0, bs = g;
+  eval(together(assign(a, b * 2.0f), assign(b, flip<0>(a) + 1.0f)));
+  as = bs * 2.0f;
+  bs = flip<0>(as) + 1.0f;
+  CHECK(std::memcmp(a.data(), as.data(), sizeof(float) * N) == 0);
+  CHECK(std::memcmp(b.data(), bs.data(), sizeof(float) * N) == 0);
+
+  // Inside a step, over slots: the group is one nest, its slots alive across it.
+  slot<float, shape<N>, struct tg_s_> s;
+  Tensor<float, shape<N>> out, out_ref;
+  auto st = statements(assign(s, g * 3.0f), together(assign(s, s + p0), assign(out, s * s - g)));
+  std::vector<std::byte> arena_storage(std::size_t(step_plan<decltype(st)>::bytes) + 64);
+  void* base = arena_storage.data();
+  std::size_t space = arena_storage.size();
+  run_step(st, std::span<std::byte>(static_cast<std::byte*>(std::align(64, 1, base, space)), std::size_t(step_plan<decltype(st)>::bytes)));
+  out_ref = (g * 3.0f + p0) * (g * 3.0f + p0) - g;
+  CHECK(std::memcmp(out.data(), out_ref.data(), sizeof(float) * N) == 0);
+}
+
+TEST_CASE("together: an optimizer's update allocates nothing", "[step][together]") {
+  Tensor<float, shape<64, 70>> p = full<float, shape<64, 70>>(0.5f), g = full<float, shape<64, 70>>(0.25f);
+  optim::moments<float, shape<64, 70>> s;
+  optim::adam opt({.lr = 1e-2f});
+  opt.begin_step();
+  opt.update(p, s, g); // (the first parallel nest of a process starts the thread pool)
+  CHECK(p(3, 4) == Approx(0.5f - 1e-2f).epsilon(1e-5)); // Adam's first step moves by lr (the sign of g)
+  opt.begin_step();
+  CHECK(allocations_during([&] { opt.update(p, s, g); }) == 0);
 }

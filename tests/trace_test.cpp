@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <catch2/catch.hpp>
+#include <tenfold/autodiff/optim.hpp>
 #include <tenfold/tenfold.hpp>
 
 using namespace tenfold;
@@ -49,3 +50,23 @@ TEST_CASE("tracing records each loop nest with its ops and shape", "[trace]") {
 }
 
 static_assert(trace::enabled);
+
+TEST_CASE("an optimizer's update is one nest: together(...) writes the moments and the parameter in one pass", "[trace]") {
+  Tensor<float, shape<300>> p = full<float, shape<300>>(1.0f), g = full<float, shape<300>>(0.5f);
+  optim::moments<float, shape<300>> s;
+  optim::adam opt;
+  opt.begin_step();
+  trace::clear();
+  opt.update(p, s, g);
+  auto ev = trace::events();
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].name.rfind("together(", 0) == 0);
+  CHECK(ev[0].shape == "[300]");
+  // A destination read through another index map: the assignments one after another.
+  Tensor<float, shape<300>> a = g, b = g;
+  trace::clear();
+  eval(together(assign(a, b * 2.0f), assign(b, flip<0>(a))));
+  ev = trace::events();
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].name == "mul(float32[300], float32)");
+}

@@ -11,8 +11,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "tenfold/core/tensor.hpp"
-#include "tenfold/ops/api.hpp"
+#include <utility>
+
+#include "tenfold/tenfold.hpp" // (the CPU's together(...), cpu/together.hpp)
 
 namespace tenfold::optim {
 
@@ -24,6 +25,22 @@ decltype(auto) operand_of(const P& p) {
   if constexpr (requires { p.expr(); }) return p.expr();
   else return (p);
 }
+
+} // namespace tenfold::optim
+
+namespace tenfold::detail {
+// *dst = value for each (dst, value) pair, in order: for host tensors with elementwise values, one pass
+// over the elements (together: a parameter, its gradient and its moments read once and the three
+// written back); otherwise one assignment after another (a device's tensors).
+template <class... D, class... E>
+void commit_updates(std::pair<D*, E>... a) {
+  if constexpr ((((is_tensor_v<D> || borrows_elements_v<D>) && is_elementwise_tree<decltype(as_node(std::declval<const E&>()))>()) && ...))
+    tenfold::eval(tenfold::together(tenfold::assign(*a.first, a.second)...));
+  else ((*a.first = a.second), ...);
+}
+} // namespace tenfold::detail
+
+namespace tenfold::optim {
 
 // Moments of one parameter of type P (a Tensor<T, S> or a cuda::Tensor<T, S>), zero at the start (a
 // fresh tensor is zero-filled on either side).
@@ -69,15 +86,16 @@ class adam {
     static_assert(std::is_same_v<detail::shape_of_t<std::remove_cvref_t<decltype(g)>>, typename P::shape_type>,
                   "tenfold::optim::adam: the gradient must have the parameter's shape");
     const T b1 = options.beta1, b2 = options.beta2, wd = options.weight_decay;
-    if (options.decoupled || wd == 0) {
-      if (options.decoupled && wd != 0) p = pe * T(1 - lr_ * wd);
-      m = me * b1 + g * T(1 - b1);
-      v = ve * b2 + square(g) * T(1 - b2);
-    } else {
-      m = me * b1 + (g + pe * wd) * T(1 - b1);
-      v = ve * b2 + square(g + pe * wd) * T(1 - b2);
-    }
-    p = pe - me * T(lr_ / bias1_) / (sqrt(ve) * T(1 / std::sqrt(bias2_)) + T(options.eps));
+    // (reads the new moments: each element's own, written just before in the same pass)
+    const auto moved = pe - me * T(lr_ / bias1_) / (sqrt(ve) * T(1 / std::sqrt(bias2_)) + T(options.eps));
+    if (options.decoupled && wd != 0)
+      detail::commit_updates(std::pair(&p, pe * T(1 - lr_ * wd)), std::pair(&m, me * b1 + g * T(1 - b1)),
+                     std::pair(&v, ve * b2 + square(g) * T(1 - b2)), std::pair(&p, moved));
+    else if (options.decoupled || wd == 0)
+      detail::commit_updates(std::pair(&m, me * b1 + g * T(1 - b1)), std::pair(&v, ve * b2 + square(g) * T(1 - b2)), std::pair(&p, moved));
+    else
+      detail::commit_updates(std::pair(&m, me * b1 + (g + pe * wd) * T(1 - b1)), std::pair(&v, ve * b2 + square(g + pe * wd) * T(1 - b2)),
+                     std::pair(&p, moved));
   }
 
  private:
@@ -112,10 +130,13 @@ class sgd {
       p = pe - (g + pe * wd) * lr;
       return;
     }
-    if (step_ == 1) s.m = g + pe * wd;
-    else s.m = ve * mu + g + pe * wd;
-    if (options.nesterov) p = pe - (g + pe * wd + ve * mu) * lr;
-    else p = pe - ve * lr;
+    const auto decayed = g + pe * wd;
+    auto apply = [&](const auto& velocity) { // the velocity first, then the step that reads it
+      if (options.nesterov) detail::commit_updates(std::pair(&s.m, velocity), std::pair(&p, pe - (decayed + ve * mu) * lr));
+      else detail::commit_updates(std::pair(&s.m, velocity), std::pair(&p, pe - ve * lr));
+    };
+    if (step_ == 1) apply(decayed);
+    else apply(ve * mu + decayed);
   }
 
  private:

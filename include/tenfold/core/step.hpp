@@ -76,6 +76,15 @@ struct statements_node {
     return statements_node<S2...>{std::move(c)};
   }
 };
+// Assignments of one shape run as one pass over their elements (together(...)).
+template <class... S>
+struct together_node {
+  detail::tuple<S...> args;
+  template <class... S2>
+  constexpr auto with_children(detail::tuple<S2...>&& c) const {
+    return together_node<S2...>{std::move(c)};
+  }
+};
 template <class S>
 inline constexpr bool is_assign_stmt_v = false;
 template <class D, class E>
@@ -89,7 +98,19 @@ inline constexpr bool is_statements_v = false;
 template <class... S>
 inline constexpr bool is_statements_v<statements_node<S...>> = true;
 template <class S>
-inline constexpr bool is_statement_v = is_assign_stmt_v<S> || is_host_stmt_v<S> || is_statements_v<S>;
+inline constexpr bool is_together_v = false;
+template <class... S>
+inline constexpr bool is_together_v<together_node<S...>> = true;
+template <class S>
+inline constexpr bool is_statement_v = is_assign_stmt_v<S> || is_host_stmt_v<S> || is_statements_v<S> || is_together_v<S>;
+// Leaves, scalars and elementwise ops only: a value that reads each operand at the element it writes.
+template <class N>
+constexpr bool is_elementwise_tree() {
+  if constexpr (is_leaf_v<N> || is_scalar_node_v<N>) return true;
+  else if constexpr (is_map_node_v<N>)
+    return []<class... C>(tuple<C...>*) { return (is_elementwise_tree<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else return false;
+}
 
 template <class X>
 auto as_target(X&& x) {
@@ -123,11 +144,25 @@ auto host(F&& f, A&&... a) {
   return detail::host_stmt<std::remove_cvref_t<F>, decltype(detail::as_target(std::forward<A>(a)))...>{
       std::forward<F>(f), {detail::as_target(std::forward<A>(a))...}};
 }
+// Elementwise assignments of one shape as one pass over the elements, each element's assignments in
+// order: an optimizer's update reads a parameter, its gradient and its moments once and writes the three
+// back. The result is the assignments' in sequence (where a destination is read other than at the
+// element being written, the backend runs them one after another). Each value is elementwise: leaves,
+// scalars and elementwise ops (no reduction, product or view that moves elements).
+template <class D, class E, class... S>
+auto together(detail::assign_stmt<D, E> first, S... rest) {
+  static_assert((detail::is_assign_stmt_v<S> && ...), "tenfold::together: each statement is an assign(...)");
+  static_assert(((std::is_same_v<typename std::remove_cvref_t<decltype(detail::get<0>(rest.args))>::shape_type, typename D::shape_type>) && ...),
+                "tenfold::together: every destination must have the same shape");
+  static_assert(detail::is_elementwise_tree<E>() && (detail::is_elementwise_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...),
+                "tenfold::together: each value must be elementwise (leaves, scalars and elementwise ops)");
+  return detail::together_node<detail::assign_stmt<D, E>, S...>{{std::move(first), std::move(rest)...}};
+}
 // Statements, run in order (nested groups run in place).
 template <class... S>
 auto statements(S&&... s) {
   static_assert((detail::is_statement_v<std::remove_cvref_t<S>> && ...),
-                "tenfold::statements: each statement is an assign(...), a host(...) or statements(...)");
+                "tenfold::statements: each statement is an assign(...), a host(...), together(...) or statements(...)");
   return detail::statements_node<std::remove_cvref_t<S>...>{{std::forward<S>(s)...}};
 }
 } // namespace tenfold

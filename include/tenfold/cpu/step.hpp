@@ -6,6 +6,7 @@
 
 #include "tenfold/core/tensor_map.hpp"
 #include "tenfold/cpu/evaluator.hpp"
+#include "tenfold/cpu/together.hpp"
 #include "tenfold/plan/step.hpp"
 
 namespace tenfold {
@@ -33,12 +34,23 @@ struct step_buffers : arena_buffers {
                   "tenfold::statements: a take or gather reads its indices from a slot (check them first: keep indices in a tensor)");
     detail::eval_with(leaf(dst), std::forward<E>(e), *this);
   }
+  template <class T>
+  void together(const T& t) {
+    detail::unpack([&](const auto&... s) { run_together(prepared(s)...); }, t.args);
+  }
   template <class H>
   void host(const H& h) {
     detail::unpack([&](const auto&... x) { h.f(as_map(leaf(x))...); }, h.args);
   }
 
  private:
+  template <class A>
+  auto prepared(const A& s) {
+    auto d = leaf(detail::get<0>(s.args));
+    auto v = plan::prepare_root(detail::get<1>(s.args), *this);
+    static_assert(detail::check_assignment<typename decltype(d)::value_type, typename decltype(v)::value_type>::ok);
+    return prepared_assign<decltype(d), decltype(v)>{d, v};
+  }
   template <class N>
   struct reads_slot : std::bool_constant<!std::is_void_v<detail::slot_read_t<N>>> {};
   template <class L>
@@ -48,6 +60,14 @@ struct step_buffers : arena_buffers {
   }
 };
 } // namespace cpu
+
+template <class S>
+void run_step(S&& statements, std::span<std::byte> arena);
+// Runs together(...) outside a step: its values are elementwise, so it needs no arena.
+template <class... S>
+void eval(const detail::together_node<S...>& t) {
+  run_step(t, {});
+}
 
 // Runs the statements in order, in `arena`; a tenfold::error (and nothing run) if the arena is smaller
 // than the step's plan or not 64-byte aligned.

@@ -3,7 +3,8 @@
 // (plan/walk.hpp), and every slot and every statement's temporaries given a place in one arena.
 //
 // The walk over statements is backend-generic, like the walk over an expression: a backend says how
-// to run one assignment (`be.assign(dst, expr)`) and one host statement (`be.host(stmt)`). The
+// to run one assignment (`be.assign(dst, expr)`), one group of them as one pass (`be.together(stmt)`)
+// and one host statement (`be.host(stmt)`). The
 // planner's backend counts (the arena planner's, plus slots): a slot is a buffer alive from the step
 // of the first statement that writes it to the last step that reads it; temporaries are numbered as
 // they are taken, slots after them, so a backend that runs the step takes temporaries in the same
@@ -42,6 +43,7 @@ constexpr void run_statements(N&& n, B& be) {
     detail::unpack([&be](auto&&... s) { (run_statements(std::forward<decltype(s)>(s), be), ...); }, std::forward<N>(n).args);
   else if constexpr (detail::is_assign_stmt_v<D>)
     be.assign(detail::get<0>(std::forward<N>(n).args), detail::get<1>(std::forward<N>(n).args));
+  else if constexpr (detail::is_together_v<D>) be.together(std::forward<N>(n));
   else be.host(std::forward<N>(n));
 }
 
@@ -103,6 +105,14 @@ struct step_counting_backend : counting_backend {
   constexpr void assign(const Dst& dst, E&& e) {
     auto a = peel_reshape(leaf(dst), std::forward<E>(e)); // as the evaluator does
     run(a.dst, prepare_root(std::move(a.root), *this));
+  }
+  template <class T>
+  constexpr void together(const T& t) { // one nest: every read and write at its step
+    const int step = a.steps++;
+    ++a.nests;
+    detail::unpack([&](const auto&... s) {
+      ((record_reads(prepare_root(detail::get<1>(s.args), *this), step), write(leaf(detail::get<0>(s.args)).holder.buffer, step)), ...);
+    }, t.args);
   }
   template <class H>
   constexpr void host(const H& h) { // its arguments are read and may be written: alive here
