@@ -272,8 +272,9 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
   auto [l, dh, dw4, db4] = value_and_grad(
       [&](const auto& h_, const auto& w_, const auto& b_) { return head(h_, v.mask, w_, b_, labels, row_weight); }, v.h,
       p.w4, p.b4);
-  auto [dp2, dw3, db3] = vjp([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); }, v.gh,
-                             v.p2, p.w3, p.b3);
+  // (told dense1's value h: relu's derivative reads h > 0, so the product is not computed again)
+  auto [dp2, dw3, db3] = vjp_with_value([](const auto& p_, const auto& w_, const auto& b_) { return dense1<B>(p_, w_, b_); },
+                                        v.h, v.gh, v.p2, p.w3, p.b3);
   auto [dr2] = vjp_with_value(pool, v.p2, v.gp2, v.r2); // the pooled maxima read from p2, not recomputed
   auto [dp1, dw2] = vjp(conv2, v.ga2, v.p1, p.w2);
   auto [dr1] = vjp_with_value(pool, v.p1, v.gp1, v.r1);
@@ -288,8 +289,8 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       assign(v.r2, bn_relu(v.a2, v.mean2, v.rstd2, p.g2, p.b2)), assign(v.p2, pool(v.r2)),
       assign(v.h, dense1<B>(v.p2, p.w3, p.b3)),
       assign(v.mask, where(bernoulli<shape<B, hidden>>(dropout, keep), 1.0f / keep, 0.0f)),
-      // backward; each bucket of parameter gradients starts its allreduce once complete. The products
-      // that several gradients read (the logits, the dense layer's pre-activation) are computed once.
+      // backward; each bucket of parameter gradients starts its allreduce once complete. The product
+      // that several gradients read (the logits) is computed once.
       tenfold::save_forward<struct dense_products>(tenfold::statements(assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4),
                                                                        assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
                                                                        assign(g.b3, db3))),
