@@ -186,6 +186,30 @@ TEST_CASE("permute, transpose and swapaxes", "[views]") {
   for_each_index<shape<2, 4, 3>>([&](auto i) { CHECK(get(s12, i) == a(i[0], i[2], i[1])); });
 }
 
+TEST_CASE("permutes that move the innermost axis, in blocks along the axis the operand is contiguous on", "[views]") {
+  // [N, H, W, C] -> [C, H, W, N] (a convolution's weight gradient reads its input so): C is contiguous in
+  // the operand and three axes from the destination's last; the nest takes C as its rows (cpu/blocks.hpp
+  // swap_axes). Extents that are not multiples of a block (17 x 19), an elementwise op over the permuted
+  // operand and a broadcast one, doubles, and an axis too short for a block (3 channels).
+  const auto x = iota<float, shape<19, 5, 3, 17>>();
+  const auto y = evaluate(permute<3, 1, 2, 0>(x));
+  for_each_index<shape<17, 5, 3, 19>>([&](auto i) { CHECK(get(y, i) == x(i[3], i[1], i[2], i[0])); });
+  const auto bias = iota<float, shape<19>>();
+  const auto z = evaluate(permute<3, 1, 2, 0>(x) * 2.0f + bias);
+  for_each_index<shape<17, 5, 3, 19>>([&](auto i) { CHECK(get(z, i) == x(i[3], i[1], i[2], i[0]) * 2.0f + bias(i[3])); });
+  const auto xd = iota<double, shape<33, 2, 40>>();
+  const auto yd = evaluate(permute<2, 1, 0>(xd)); // [40, 2, 33]: the operand contiguous along the first axis
+  for_each_index<shape<40, 2, 33>>([&](auto i) { CHECK(get(yd, i) == xd(i[2], i[1], i[0])); });
+  const auto rgb = iota<float, shape<4, 6, 7, 3>>(); // NHWC -> NCHW with 3 channels: rows as before
+  const auto nchw = evaluate(permute<0, 3, 1, 2>(rgb));
+  for_each_index<shape<4, 3, 6, 7>>([&](auto i) { CHECK(get(nchw, i) == rgb(i[0], i[2], i[3], i[1])); });
+  const auto big = iota<float, shape<64, 14, 14, 16>>(); // the CNN's, on the threads
+  const auto bt = evaluate(permute<3, 1, 2, 0>(big));
+  bool same = true;
+  for_each_index<shape<16, 14, 14, 64>>([&](auto i) { same = same && get(bt, i) == big(i[3], i[1], i[2], i[0]); });
+  CHECK(same);
+}
+
 // ---- broadcast_to ------------------------------------------------------------------------------------
 TEST_CASE("broadcast_to repeats extent-1 and missing leading axes", "[views]") {
   const auto c = iota<float, shape<3, 1>>(1);

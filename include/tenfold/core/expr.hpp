@@ -185,6 +185,15 @@ inline constexpr bool is_map_node_v = false;
 template <class Op, class... C>
 inline constexpr bool is_map_node_v<map_node<Op, C...>> = true;
 
+// Leaves, scalars and elementwise ops only: a value that reads each operand at the element it writes.
+template <class N>
+constexpr bool is_elementwise_tree() {
+  if constexpr (is_leaf_v<N> || is_scalar_node_v<N>) return true;
+  else if constexpr (is_map_node_v<N>)
+    return []<class... C>(tuple<C...>*) { return (is_elementwise_tree<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
+  else return false;
+}
+
 // ---- turning user operands into nodes ---------------------------------------------------------------
 template <class X>
 auto as_node(X&& x) {

@@ -103,14 +103,6 @@ template <class... S>
 inline constexpr bool is_together_v<together_node<S...>> = true;
 template <class S>
 inline constexpr bool is_statement_v = is_assign_stmt_v<S> || is_host_stmt_v<S> || is_statements_v<S> || is_together_v<S>;
-// Leaves, scalars and elementwise ops only: a value that reads each operand at the element it writes.
-template <class N>
-constexpr bool is_elementwise_tree() {
-  if constexpr (is_leaf_v<N> || is_scalar_node_v<N>) return true;
-  else if constexpr (is_map_node_v<N>)
-    return []<class... C>(tuple<C...>*) { return (is_elementwise_tree<C>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
-  else return false;
-}
 
 template <class X>
 auto as_target(X&& x) {

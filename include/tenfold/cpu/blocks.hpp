@@ -28,6 +28,55 @@ constexpr bool has_transposed_leaf() {
   else return false; // the block path reads leaves only; other kinds keep the row path
 }
 
+// An elementwise tree with a leaf that is strided along the last axis and contiguous along an axis
+// before the last two, of at least W (a block's rows) elements (a permute that moves the innermost
+// axis: [N, H, W, C] -> [C, H, W, N]): that axis, else -1. Swapping it with the rows' axis (swap_axes) relabels the nest into one whose blocks
+// transpose that leaf in registers, the same assignment element for element.
+template <class N, index_t W>
+constexpr int transposed_axis() {
+  if constexpr (detail::is_leaf_v<N>) {
+    if constexpr (N::rank < 3 || N::shape_type::has_bounded || col_stride_v<N> == 0 || col_stride_v<N> == 1) return -1;
+    else {
+      for (int a = 0; a < N::rank - 2; ++a)
+        if (N::strides[a] == 1 && N::shape_type::dims[a] >= W) return a;
+      return -1;
+    }
+  } else if constexpr (detail::is_map_node_v<N>) {
+    return []<class... C>(detail::tuple<C...>*) {
+      int a = -1;
+      ((a = a >= 0 ? a : transposed_axis<C, W>()), ...);
+      return a;
+    }(static_cast<decltype(N::args)*>(nullptr));
+  } else return -1;
+}
+template <int A, int B, class S>
+constexpr auto swapped_dims() {
+  auto d = S::dims;
+  const index_t t = d[A];
+  d[A] = d[B], d[B] = t;
+  return d;
+}
+// The same tree (leaves, scalars, elementwise ops) with axes A and B exchanged.
+template <int A, int B, class N>
+auto swap_axes(const N& n) {
+  using S = shape_from<swapped_dims<A, B, typename N::shape_type>()>;
+  if constexpr (detail::is_leaf_v<N>) {
+    constexpr auto st = [] {
+      auto s = N::strides;
+      const index_t t = s[A];
+      s[A] = s[B], s[B] = t;
+      return s;
+    }();
+    return detail::leaf<typename N::element_type, S, detail::canon(st), N::offset, typename N::holder_type>{{}, n.holder};
+  } else if constexpr (detail::is_scalar_node_v<N>) {
+    return detail::scalar_node<typename N::value_type, S>{{}, n.value};
+  } else {
+    return detail::unpack(
+        [](const auto&... c) { return detail::map_node<typename N::op_type, decltype(swap_axes<A, B>(c))...>{{}, {swap_axes<A, B>(c)...}}; },
+        n.args);
+  }
+}
+
 template <class T, class L, index_t RS, index_t CS>
 struct leaf_block {
   T* p; // element (r0, 0) of the block row

@@ -171,6 +171,11 @@ void run_elementwise(const Dst& dst, const N& n) {
       }
     }
     run_active_rows<Kb, L, vec>(dst, n, rows, inner_b, [length](index_t o) { return detail::active_at<S, Kb>(o, length); });
+  } else if constexpr (vec && R >= 3 && !has_transposed_leaf<N>() && col_stride_v<Dst> == 1 && detail::is_elementwise_tree<N>() &&
+                       transposed_axis<N, lanes<L>>() >= 0) {
+    // An operand contiguous along an earlier axis than the rows: that axis becomes the rows' (blocks.hpp).
+    constexpr int a = transposed_axis<N, lanes<L>>();
+    run_elementwise(swap_axes<a, R - 2>(dst), swap_axes<a, R - 2>(n));
   } else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
