@@ -147,6 +147,10 @@ TEST_CASE("conv2d: gradients of input and weights (NCHW and NHWC, stride, paddin
   check_conv<float, geometry{8, 4, 6, 5, 3, 3, 3, 1, 1, 1}, true, false>();
   check_conv<double, geometry{1, 2, 10, 9, 3, 3, 3, 1, 2, 2}, true, false>();
   check_conv<float, geometry{2, 3, 8, 8, 4, 3, 3, 2, 1, 1}, true, false>();
+  // A first layer's (one channel), with vjp: its g is a leaf, read in place as the kernel [OH, OW, N,
+  // OC] and packed channel by channel; a batch of 3, so that the GEMM's k blocks of 256 over 28 x 28 x 3
+  // start inside a tap's run of channels.
+  check_conv<float, geometry{3, 1, 28, 28, 4, 3, 3, 1, 1, 1}, true>();
 }
 
 TEST_CASE("conv2d: gradients of a grouped and a depthwise convolution (NCHW and NHWC)", "[autodiff][conv]") {

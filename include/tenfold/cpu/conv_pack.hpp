@@ -115,9 +115,7 @@ void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, ind
   constexpr index_t NR = gemm_tile<T>::NR, W = gemm_tile<T>::W;
   const conv_dims& d = *b.d;
   if (d.wm == 1) { // output channels adjacent: each k's row read once, left to right, and dealt out to the panels
-    conv_k_walk k(d, k0);
-    for (index_t kk = 0; kk < kc; ++kk, k.next()) {
-      const E* s = b.p + j0 * d.wm + k.w_offset();
+    auto put = [&](index_t kk, const E* s) {
       T* o = out + kk * NR;
       for (index_t q = 0; q < nc; q += NR, o += kc * NR) {
         const index_t cols = std::min(NR, nc - q);
@@ -132,6 +130,22 @@ void pack_b(const conv_weight_ref<E>& b, index_t k0, index_t kc, index_t j0, ind
           for (index_t c = cols; c < NR; ++c) o[c] = T(0);
         }
       }
+    };
+    if (d.nhwc && d.wc >= d.KW * d.wkw && d.wc >= d.KH * d.wh) {
+      // The input channel, k's innermost axis, is the outermost in memory (a weight gradient's g viewed
+      // as a kernel [OH, OW, N, OC], whose channels are the batch): k order would read one row per
+      // channel, each in another page. Read channel by channel instead, along the taps (kh, kw), which
+      // are adjacent rows; each lands in its k slot all the same (the panels are the same).
+      const index_t p0 = k0 / d.Cg, p1 = (k0 + kc - 1) / d.Cg + 1; // the taps of the block
+      for (index_t c = 0; c < d.Cg; ++c)
+        for (index_t p = p0, kh = p0 / d.KW, kw = p0 % d.KW; p < p1; ++p) {
+          const index_t kk = p * d.Cg + c - k0;
+          if (kk >= 0 && kk < kc) put(kk, b.p + j0 * d.wm + c * d.wc + kh * d.wh + kw * d.wkw);
+          if (++kw == d.KW) kw = 0, ++kh;
+        }
+    } else {
+      conv_k_walk k(d, k0);
+      for (index_t kk = 0; kk < kc; ++kk, k.next()) put(kk, b.p + j0 * d.wm + k.w_offset());
     }
     return;
   }
