@@ -3,6 +3,7 @@
 // separate evaluations into tensors, in an arena no larger than the slots and temporaries alive at once.
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -440,6 +441,67 @@ TEST_CASE("together: elementwise assignments in one pass give the assignments in
   run_step(st, std::span<std::byte>(static_cast<std::byte*>(std::align(64, 1, base, space)), std::size_t(step_plan<decltype(st)>::bytes)));
   out_ref = (g * 3.0f + p0) * (g * 3.0f + p0) - g;
   CHECK(std::memcmp(out.data(), out_ref.data(), sizeof(float) * N) == 0);
+}
+
+TEST_CASE("together: reductions over one operand run block by block and give the reductions in sequence", "[step][together]") {
+  // Batch norm's parameter gradients: per-channel sums over [8, 30, 30, 16] (7200 rows: several blocks,
+  // both threads), one spelled as vjp spells it (keepdims, reshaped), and a max: bit for bit each
+  // reduction's own result.
+  using S = shape<8, 30, 30, 16>;
+  rng gen(11);
+  const Tensor<float, S> a = normal<S>(gen), g = normal<S>(gen);
+  const Tensor<float, shape<16>> mu = normal<shape<16>>(gen), rs = normal<shape<16>>(gen);
+  auto xhat = (a - mu) * rs;
+  auto gm = where(xhat > 0.0f, g, 0.0f);
+  Tensor<float, shape<16>> dg, db, mx, dg_ref, db_ref, mx_ref;
+  eval(together(assign(dg, reshape<16>(sum(gm * xhat, axes<0, 1, 2>, keepdims))), assign(db, sum(gm, axes<0, 1, 2>)),
+                assign(mx, max(g, axes<0, 1, 2>))));
+  dg_ref = reshape<16>(sum(gm * xhat, axes<0, 1, 2>, keepdims));
+  db_ref = sum(gm, axes<0, 1, 2>);
+  mx_ref = max(g, axes<0, 1, 2>);
+  CHECK(std::memcmp(dg.data(), dg_ref.data(), sizeof(float) * 16) == 0);
+  CHECK(std::memcmp(db.data(), db_ref.data(), sizeof(float) * 16) == 0);
+  CHECK(std::memcmp(mx.data(), mx_ref.data(), sizeof(float) * 16) == 0);
+  // (and they are the sums: channel 5 in long double)
+  long double want = 0;
+  for (index_t n = 0; n < 8; ++n)
+    for (index_t i = 0; i < 30; ++i)
+      for (index_t j = 0; j < 30; ++j) {
+        const float x = (a(n, i, j, 5) - mu(5)) * rs(5);
+        if (x > 0.0f) want += g(n, i, j, 5);
+      }
+  CHECK(std::fabs(static_cast<long double>(db(5)) - want) < 1e-3L);
+
+  // A value that reads another's destination: they run one after another, and s2 sees s1.
+  Tensor<float, shape<16>> s1, s2, s1_ref, s2_ref;
+  eval(together(assign(s1, sum(g, axes<0, 1, 2>)), assign(s2, sum(g * s1, axes<0, 1, 2>))));
+  s1_ref = sum(g, axes<0, 1, 2>);
+  s2_ref = sum(g * s1_ref, axes<0, 1, 2>);
+  CHECK(std::memcmp(s1.data(), s1_ref.data(), sizeof(float) * 16) == 0);
+  CHECK(std::memcmp(s2.data(), s2_ref.data(), sizeof(float) * 16) == 0);
+
+  // Reductions the blocks do not take (whole sums): one after another.
+  Tensor<float> t1, t2;
+  eval(together(assign(t1, sum(g)), assign(t2, sum(a * g))));
+  const Tensor<float> t1_ref = sum(g), t2_ref = sum(a * g);
+  CHECK(t1() == t1_ref());
+  CHECK(t2() == t2_ref());
+  CHECK(t1() != 0.0f);
+
+  // Inside a step, over a slot: one nest, nothing allocated.
+  slot<float, S, struct tg_r_> h;
+  Tensor<float, shape<16>> u1, u2;
+  auto st = statements(assign(h, g * 2.0f), together(assign(u1, sum(h * a, axes<0, 1, 2>)), assign(u2, sum(h, axes<0, 1, 2>))));
+  static_assert(step_plan<decltype(st)>::steps == 2 && step_plan<decltype(st)>::temporaries == 0);
+  std::vector<std::byte> arena_storage(std::size_t(step_plan<decltype(st)>::bytes) + 64);
+  void* base = arena_storage.data();
+  std::size_t space = arena_storage.size();
+  const std::span<std::byte> arena(static_cast<std::byte*>(std::align(64, 1, base, space)), std::size_t(step_plan<decltype(st)>::bytes));
+  run_step(st, arena);
+  CHECK(allocations_during([&] { run_step(st, arena); }) == 0);
+  const Tensor<float, shape<16>> u1_ref = sum((g * 2.0f) * a, axes<0, 1, 2>), u2_ref = sum(g * 2.0f, axes<0, 1, 2>);
+  CHECK(std::memcmp(u1.data(), u1_ref.data(), sizeof(float) * 16) == 0);
+  CHECK(std::memcmp(u2.data(), u2_ref.data(), sizeof(float) * 16) == 0);
 }
 
 TEST_CASE("together: an optimizer's update allocates nothing", "[step][together]") {

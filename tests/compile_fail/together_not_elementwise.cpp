@@ -1,5 +1,5 @@
-// together(...) runs elementwise assignments as one pass: a value that reads other elements (a
-// reduction) cannot be part of it.
+// together(...) runs elementwise assignments as one pass, or reductions of elementwise values block by
+// block: a value that is neither (an elementwise op over a reduction) cannot be part of it.
 #include <tenfold/tenfold.hpp>
 using namespace tenfold;
 int main() {

@@ -19,7 +19,9 @@
 // for an allreduce, optimizer moments) are read and written by statements as anywhere else.
 #include "tenfold/core/expr.hpp"
 #include "tenfold/core/param_holder.hpp"
+#include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/unpack.hpp"
+#include "tenfold/core/view.hpp"
 
 namespace tenfold {
 namespace detail {
@@ -101,6 +103,13 @@ template <class S>
 inline constexpr bool is_together_v = false;
 template <class... S>
 inline constexpr bool is_together_v<together_node<S...>> = true;
+// A reduction of an elementwise tree, under any reshapes: together(...) runs such values block by block.
+template <class N>
+constexpr bool is_reduction_tree() {
+  if constexpr (is_reduce_node_v<N>) return is_elementwise_tree<typename N::child_type>();
+  else if constexpr (is_reshape_view_v<N>) return is_reduction_tree<typename N::child_type>();
+  else return false;
+}
 template <class S>
 inline constexpr bool is_statement_v = is_assign_stmt_v<S> || is_host_stmt_v<S> || is_statements_v<S> || is_together_v<S>;
 
@@ -136,18 +145,22 @@ auto host(F&& f, A&&... a) {
   return detail::host_stmt<std::remove_cvref_t<F>, decltype(detail::as_target(std::forward<A>(a)))...>{
       std::forward<F>(f), {detail::as_target(std::forward<A>(a))...}};
 }
-// Elementwise assignments of one shape as one pass over the elements, each element's assignments in
+// Assignments of one shape as one pass. Elementwise ones (leaves, scalars and elementwise ops: no
+// reduction, product or view that moves elements) run over the elements, each element's assignments in
 // order: an optimizer's update reads a parameter, its gradient and its moments once and writes the three
-// back. The result is the assignments' in sequence (where a destination is read other than at the
-// element being written, the backend runs them one after another). Each value is elementwise: leaves,
-// scalars and elementwise ops (no reduction, product or view that moves elements).
+// back. Reductions of elementwise values (each under reshapes, if any) run block by block over their
+// operands: batch norm's gamma and beta gradients, two column sums of the same [N, H, W, C] values,
+// read them from memory once. The result is the assignments' in sequence (where a destination is read
+// other than at the element being written, the backend runs them one after another).
 template <class D, class E, class... S>
 auto together(detail::assign_stmt<D, E> first, S... rest) {
   static_assert((detail::is_assign_stmt_v<S> && ...), "tenfold::together: each statement is an assign(...)");
   static_assert(((std::is_same_v<typename std::remove_cvref_t<decltype(detail::get<0>(rest.args))>::shape_type, typename D::shape_type>) && ...),
                 "tenfold::together: every destination must have the same shape");
-  static_assert(detail::is_elementwise_tree<E>() && (detail::is_elementwise_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...),
-                "tenfold::together: each value must be elementwise (leaves, scalars and elementwise ops)");
+  static_assert((detail::is_elementwise_tree<E>() && (detail::is_elementwise_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)) ||
+                    (detail::is_reduction_tree<E>() && (detail::is_reduction_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)),
+                "tenfold::together: the values must be all elementwise (leaves, scalars and elementwise ops) or all reductions "
+                "of elementwise values");
   return detail::together_node<detail::assign_stmt<D, E>, S...>{{std::move(first), std::move(rest)...}};
 }
 // Statements, run in order (nested groups run in place).

@@ -146,6 +146,10 @@ template <class M>
 inline constexpr bool is_reshape_map_v = false;
 template <class I, class O>
 inline constexpr bool is_reshape_map_v<reshape_map<I, O>> = true;
+template <class N>
+inline constexpr bool is_reshape_view_v = false;
+template <class I, class O, class C>
+inline constexpr bool is_reshape_view_v<view_node<reshape_map<I, O>, C>> = true;
 
 // (A function, not an `&&` in apply_view's condition: `if constexpr` does not short-circuit the
 // instantiation, and a non-leaf has no strides.)

@@ -219,16 +219,140 @@ typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_in
   return acc;
 }
 
+// A reduction whose innermost axis is kept: its constants. Outputs are rows of `width` along that axis,
+// each reduced row (a position of the reduced axes) read as a run of it.
+template <class N>
+struct kept_reduction {
+  using Op = typename N::op_type;
+  using C = typename N::child_type;
+  using IS = typename C::shape_type;
+  using OS = typename N::shape_type;
+  using I = typename N::input_t;
+  using A = typename N::acc_type;
+  using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
+  static constexpr int R = C::rank;
+  using index_array = std::array<index_t, R + 1>;
+  static constexpr index_t outputs = OS::size, count = N::count;
+  static constexpr bool over_bounded = plan::reduces_bounded_axis<N>();
+  static constexpr int bounded_in = over_bounded ? IS::bounded_axis : -1; // (the reduced bounded axis)
+  static constexpr std::array<bool, R + 1> mask = [] {
+    std::array<bool, R + 1> m{};
+    for (int i = 0; i < R; ++i) m[i] = N::mask[i];
+    return m;
+  }();
+  static constexpr index_t width = R > 0 ? IS::dims[R > 0 ? R - 1 : 0] : 1;
+  // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
+  static constexpr index_t tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
+  static constexpr index_t out_rows = outputs / (width ? width : 1);
+  // A single row of a few vectors of outputs over an operand that reads as flat runs from axis K on
+  // (periodic broadcasts included: batch norm's per-channel sums in NHWC; a per-image row mask keeps
+  // K at 1): reduced row r is row r % rows_per_run of run r / rows_per_run, and a block's partials
+  // stay in registers. The same combines in the same order as the general block, so the same bits.
+  static constexpr int K = [] {
+    int k = R - 1;
+    while (k > 0 && flat_from<C>(k - 1)) --k;
+    return k;
+  }();
+  static constexpr bool flat_block = out_rows == 1 && !OS::has_bounded && !over_bounded && K < R - 1 &&
+                                     simd_reducible<Op, I, A> && std::is_same_v<L, I> && width % lanes<I> == 0 &&
+                                     width / lanes<I> <= 8;
+  static constexpr index_t rows_per_run = [] {
+    index_t r = 1;
+    for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
+    return r;
+  }();
+  static constexpr index_t static_blocks = (count + reduce_block - 1) / reduce_block;
+  // One row of outputs over many reduced rows (batch norm's per-channel sums): its blocks are shared
+  // out over the threads, each partial kept in a buffer of at most 32 KiB, then merged in order.
+  static constexpr bool row_blocks = out_rows == 1 && !OS::has_bounded && !over_bounded && width <= tile && static_blocks > 1 &&
+                                     static_blocks * width * index_t(sizeof(A)) <= 32768;
+};
+
+// Block b of reduced positions ([b * reduce_block, ...): one partial per output of columns [j0, j1) of
+// output row orow) into blk[0, j1 - j0); the blocks are then merged into the total in order
+// (pairwise-ish accuracy for long columns, and the same bits however the blocks were shared out).
+// active_count: the reduced positions (all of them but over an upto<N> axis, whose `length` is given).
+template <class N>
+void reduce_kept_block(const N& n, index_t orow, index_t j0, index_t j1, index_t b, typename N::acc_type* blk, index_t active_count,
+                       index_t length) {
+  using K_ = kept_reduction<N>;
+  using Op = typename K_::Op;
+  using IS = typename K_::IS;
+  using I = typename K_::I;
+  using A = typename K_::A;
+  using L = typename K_::L;
+  using index_array = typename K_::index_array;
+  constexpr int R = K_::R;
+  constexpr index_t width = K_::width;
+  if constexpr (K_::flat_block) {
+    constexpr int K = K_::K;
+    constexpr index_t w = lanes<I>, V = width / w, rows_per_run = K_::rows_per_run;
+    batch<I> acc[V];
+    for (index_t v = 0; v < V; ++v) acc[v] = batch<I>(Op::template identity<A>());
+    for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend;) {
+      index_array at{};
+      for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
+      const auto row = make_row<K, L>(n.arg, at.data());
+      const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
+      for (index_t i = r % rows_per_run; i < i1; ++i, ++r)
+        for (index_t v = 0; v < V; ++v) acc[v] = Op::simd_combine(acc[v], row.load(i * width + v * w));
+    }
+    for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(blk + v * w);
+    (void)orow, (void)j0, (void)j1, (void)length;
+  } else {
+    constexpr auto mask = K_::mask;
+    constexpr int bounded_in = K_::bounded_in;
+    index_array in{}, out{};
+    detail::unravel<typename N::shape_type>(orow * width, out.data());
+    N::base_index(out.data(), in.data());
+    for (index_t q = b * reduce_block, i = R - 2; i >= 0; --i) { // the reduced axes at position q
+      if (!mask[i]) continue;
+      const index_t extent = i == bounded_in ? length : IS::dims[i];
+      in[i] = q % extent;
+      q /= extent;
+    }
+    for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
+    for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend; ++r) {
+      const auto row = make_row<R - 1, L>(n.arg, in.data());
+      index_t j = j0;
+      if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
+        constexpr index_t w = lanes<I>;
+        for (; j + w <= j1; j += w)
+          Op::simd_combine(batch<I>::load_unaligned(blk + (j - j0)), row.load(j)).store_unaligned(blk + (j - j0));
+      }
+      for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
+      for (int i = R - 2; i >= 0; --i) {
+        if (!mask[i]) continue;
+        if (++in[i] < (i == bounded_in ? length : IS::dims[i])) break;
+        in[i] = 0;
+      }
+    }
+  }
+}
+
+// The row of outputs of a row_blocks reduction from its blocks' partials (part[b * width + j]), merged
+// in block order.
+template <class Dst, class N>
+void finish_row_blocks(const Dst& dst, const typename N::acc_type* part) {
+  using K_ = kept_reduction<N>;
+  using A = typename K_::A;
+  using D = typename Dst::value_type;
+  typename K_::index_array out{};
+  for (index_t j = 0; j < K_::width; ++j) {
+    A acc = K_::Op::template identity<A>();
+    for (index_t b = 0; b < K_::static_blocks; ++b) acc = K_::Op::merge(acc, part[b * K_::width + j]);
+    out[N::rank - 1] = j;
+    dst.data()[Dst::offset_of(out.data())] = convert<D>(K_::Op::finalize(acc, K_::count));
+  }
+}
+
 template <class Dst, class N>
 void run_reduce(const Dst& dst, const N& n) {
   using Op = typename N::op_type;
   using C = typename N::child_type;
   using IS = typename C::shape_type;
-  using I = typename N::input_t;
-  using A = typename N::acc_type;
   using D = typename Dst::value_type;
   constexpr int R = C::rank;
-  using index_array = std::array<index_t, R + 1>; // (declared here: GCC 12 crashes on it inside the lambdas)
   constexpr index_t outputs = N::shape_type::size, count = N::count;
   // (a bounded axis, kept: the outputs whose index on it is below dst.length(), detail::active_at)
   using OS = typename N::shape_type;
@@ -248,14 +372,8 @@ void run_reduce(const Dst& dst, const N& n) {
     if (active_count == 0 && Op::needs_nonempty)
       throw error(detail::message("tenfold: ", Op::name, " over an upto<", IS::dims[bounded_in], "> axis of length 0 (it has no identity)"));
   }
-  using L = std::conditional_t<lane_type_v<I> && simd_ok<C, I>::value, I, float>;
-
-  constexpr std::array<bool, R + 1> mask = [] {
-    std::array<bool, R + 1> m{};
-    for (int i = 0; i < R; ++i) m[i] = N::mask[i];
-    return m;
-  }();
-  if constexpr (R == 0 || mask[R > 0 ? R - 1 : 0]) {
+  if constexpr (R == 0 || N::mask[R > 0 ? R - 1 : 0]) {
+    using index_array = std::array<index_t, R + 1>; // (declared here: GCC 12 crashes on it inside the lambdas)
     // The innermost axis is reduced: each output reduces runs along it (several axes long when flat).
     auto one_output = [&](index_t o, bool parallel_inside) {
       index_array out{};
@@ -273,9 +391,10 @@ void run_reduce(const Dst& dst, const N& n) {
     }
   } else {
     // The innermost axis is kept: accumulate whole rows of outputs at once, vectorised along it.
-    // A tile of accumulators spans up to 16 KiB of a row, so each reduced row is read in long runs.
-    constexpr index_t width = IS::dims[R - 1], tile = std::clamp<index_t>(index_t(16384 / sizeof(A)), 16, 4096);
-    constexpr index_t out_rows = outputs / (width ? width : 1);
+    using K_ = kept_reduction<N>;
+    using A = typename K_::A;
+    using index_array = typename K_::index_array;
+    constexpr index_t width = K_::width, tile = K_::tile, out_rows = K_::out_rows;
     // (the kept innermost axis bounded: every row of outputs, each to the length; a kept bounded axis
     // before it: the active rows, each whole)
     constexpr bool inner_bounded = OS::has_bounded && OS::bounded_axis == OS::rank - 1;
@@ -285,85 +404,12 @@ void run_reduce(const Dst& dst, const N& n) {
     }();
     const index_t active_rows = inner_bounded ? out_rows : active / (width ? width : 1);
     const index_t blocks = (active_count + reduce_block - 1) / reduce_block;
-    // Block b of reduced positions ([b * reduce_block, ...): one partial per output of the tile) into
-    // blk[0, j1 - j0); the blocks are then merged into the total in order (pairwise-ish accuracy for
-    // long columns, and the same bits however the blocks were shared out).
-    // A single row of a few vectors of outputs over an operand that reads as flat runs from axis K on
-    // (periodic broadcasts included: batch norm's per-channel sums in NHWC; a per-image row mask keeps
-    // K at 1): reduced row r is row r % rows_per_run of run r / rows_per_run, and a block's partials
-    // stay in registers. The same combines in the same order as below, so the same bits.
-    constexpr int K = [] {
-      int k = R - 1;
-      while (k > 0 && flat_from<C>(k - 1)) --k;
-      return k;
-    }();
-    constexpr bool flat_block = out_rows == 1 && !N::shape_type::has_bounded && !over_bounded && K < R - 1 &&
-                                simd_reducible<Op, I, A> && std::is_same_v<L, I> && width % lanes<I> == 0 &&
-                                width / lanes<I> <= 8;
-    constexpr index_t rows_per_run = [] {
-      index_t r = 1;
-      for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
-      return r;
-    }();
-    auto block = [&](index_t orow, index_t j0, index_t j1, index_t b, A* blk) {
-      if constexpr (flat_block) {
-        constexpr index_t w = lanes<I>, V = width / w;
-        batch<I> acc[V];
-        for (index_t v = 0; v < V; ++v) acc[v] = batch<I>(Op::template identity<A>());
-        for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend;) {
-          index_array at{};
-          for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
-          const auto row = make_row<K, L>(n.arg, at.data());
-          const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
-          for (index_t i = r % rows_per_run; i < i1; ++i, ++r)
-            for (index_t v = 0; v < V; ++v) acc[v] = Op::simd_combine(acc[v], row.load(i * width + v * w));
-        }
-        for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(blk + v * w);
-        (void)orow, (void)j0, (void)j1;
-        return;
-      }
-      index_array in{}, out{};
-      detail::unravel<typename N::shape_type>(orow * width, out.data());
-      N::base_index(out.data(), in.data());
-      for (index_t q = b * reduce_block, i = R - 2; i >= 0; --i) { // the reduced axes at position q
-        if (!mask[i]) continue;
-        const index_t extent = i == bounded_in ? length : IS::dims[i];
-        in[i] = q % extent;
-        q /= extent;
-      }
-      for (index_t j = 0; j < j1 - j0; ++j) blk[j] = Op::template identity<A>();
-      for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend; ++r) {
-        const auto row = make_row<R - 1, L>(n.arg, in.data());
-        index_t j = j0;
-        if constexpr (simd_reducible<Op, I, A> && std::is_same_v<L, I>) {
-          constexpr index_t w = lanes<I>;
-          for (; j + w <= j1; j += w)
-            Op::simd_combine(batch<I>::load_unaligned(blk + (j - j0)), row.load(j)).store_unaligned(blk + (j - j0));
-        }
-        for (; j < j1; ++j) blk[j - j0] = Op::combine(blk[j - j0], static_cast<I>(row.scalar(j)), r);
-        for (int i = R - 2; i >= 0; --i) {
-          if (!mask[i]) continue;
-          if (++in[i] < (i == bounded_in ? length : IS::dims[i])) break;
-          in[i] = 0;
-        }
-      }
-    };
-    constexpr index_t static_blocks = (count + reduce_block - 1) / reduce_block;
-    if constexpr (out_rows == 1 && !N::shape_type::has_bounded && !over_bounded && width <= tile && static_blocks > 1 &&
-                  static_blocks * width * index_t(sizeof(A)) <= 32768) {
-      // One row of outputs over many reduced rows (batch norm's per-channel sums): its blocks are
-      // shared out over the threads, each partial kept, then merged in order as below.
-      A part[static_blocks * width];
+    if constexpr (K_::row_blocks) {
+      A part[K_::static_blocks * width];
       parallel_for(blocks, std::max<index_t>(1, parallel_reduce_grain / (reduce_block * width)), 1, [&](index_t b0, index_t b1) {
-        for (index_t b = b0; b < b1; ++b) block(0, 0, width, b, part + b * width);
+        for (index_t b = b0; b < b1; ++b) reduce_kept_block(n, 0, 0, width, b, part + b * width, active_count, length);
       });
-      index_array out{};
-      for (index_t j = 0; j < width; ++j) {
-        A acc = Op::template identity<A>();
-        for (index_t b = 0; b < blocks; ++b) acc = Op::merge(acc, part[b * width + j]);
-        out[N::rank - 1] = j;
-        dst.data()[Dst::offset_of(out.data())] = convert<D>(Op::finalize(acc, count));
-      }
+      finish_row_blocks<Dst, N>(dst, part);
     } else {
       auto one_tile = [&](index_t arow, index_t j0) {
         index_t orow = arow; // (a kept bounded axis before the last: the active rows, mapped)
@@ -372,7 +418,7 @@ void run_reduce(const Dst& dst, const N& n) {
         A acc[tile], blk[tile];
         for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::template identity<A>();
         for (index_t b = 0; b < blocks; ++b) {
-          block(orow, j0, j1, b, blk);
+          reduce_kept_block(n, orow, j0, j1, b, blk, active_count, length);
           for (index_t j = 0; j < j1 - j0; ++j) acc[j] = Op::merge(acc[j], blk[j]);
         }
         index_array out{};

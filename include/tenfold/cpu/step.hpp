@@ -44,12 +44,20 @@ struct step_buffers : arena_buffers {
   }
 
  private:
+  // (a reduction's root reshape peeled first, as assign and the planner's together peel it)
   template <class A>
   auto prepared(const A& s) {
-    auto d = leaf(detail::get<0>(s.args));
-    auto v = plan::prepare_root(detail::get<1>(s.args), *this);
-    static_assert(detail::check_assignment<typename decltype(d)::value_type, typename decltype(v)::value_type>::ok);
-    return prepared_assign<decltype(d), decltype(v)>{d, v};
+    static_assert(detail::check_assignment<typename decltype(leaf(detail::get<0>(s.args)))::value_type,
+                                           typename std::remove_cvref_t<decltype(detail::get<1>(s.args))>::value_type>::ok);
+    if constexpr (detail::is_reduction_tree<std::remove_cvref_t<decltype(detail::get<1>(s.args))>>()) {
+      auto p = plan::peel_reshape(leaf(detail::get<0>(s.args)), detail::get<1>(s.args));
+      auto v = plan::prepare_root(std::move(p.root), *this);
+      return prepared_assign<decltype(p.dst), decltype(v)>{p.dst, v};
+    } else {
+      auto d = leaf(detail::get<0>(s.args));
+      auto v = plan::prepare_root(detail::get<1>(s.args), *this);
+      return prepared_assign<decltype(d), decltype(v)>{d, v};
+    }
   }
   template <class N>
   struct reads_slot : std::bool_constant<!std::is_void_v<detail::slot_read_t<N>>> {};

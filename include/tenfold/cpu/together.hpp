@@ -1,13 +1,20 @@
 #pragma once
-// together(assign(d1, e1), assign(d2, e2), ...) on the CPU: elementwise assignments of one shape run as
-// one pass over their elements, chunk by chunk, each assignment in order within a chunk. The result is
-// the statements' in sequence wherever every destination is read only at the element being written
-// (plan/aliasing.hpp) and two destinations are the same tensor or apart: checked at run time, and
-// otherwise (or where a tree does not read as one flat run) the assignments run one after another.
-// An optimizer's update (autodiff/optim.hpp) reads a parameter, its gradient and its moments once and
-// writes the three back in the same pass.
+// together(assign(d1, e1), assign(d2, e2), ...) on the CPU.
+// Elementwise assignments of one shape run as one pass over their elements, chunk by chunk, each
+// assignment in order within a chunk. The result is the statements' in sequence wherever every
+// destination is read only at the element being written (plan/aliasing.hpp) and two destinations are
+// the same tensor or apart: checked at run time, and otherwise (or where a tree does not read as one
+// flat run) the assignments run one after another. An optimizer's update (autodiff/optim.hpp) reads a
+// parameter, its gradient and its moments once and writes the three back in the same pass.
+// Reductions to one row of outputs over operands of one shape (batch norm's gamma and beta gradients,
+// two column sums over the same [N, H, W, C] values) run block by block: each 1024-row block is walked
+// once for all of them where their operands read as flat runs (what their trees share computed once
+// per element), else reduced by each in turn, the later ones reading it from cache rather than memory.
+// Each reduction's partials and their merge are its own kernel's, so the same bits; where a value
+// reads a destination, the reductions run one after another.
 #include <string>
 
+#include "tenfold/core/step.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/plan/aliasing.hpp"
 
@@ -59,7 +66,131 @@ TENFOLD_INLINE void together_run(const A& a, index_t j, index_t stop) {
 }
 
 template <class A0, class... A>
+void run_elementwise_together(const A0& a0, const A&... a);
+
+// A reduction assignment (its root reshape peeled already: cpu/step.hpp) with keepdims dropped, as
+// run_root drops it: the destination and the reduce node its kernel sees.
+template <class A>
+auto as_reduction(const A& a) {
+  using N = decltype(a.value);
+  if constexpr (keeps_dims<N>()) {
+    auto d = without_keepdims<N>(a.dst);
+    detail::reduce_node<typename N::op_type, typename N::child_type, N::mask, false> r{{}, a.value.arg};
+    return prepared_assign<decltype(d), decltype(r)>{d, r};
+  } else {
+    return a;
+  }
+}
+
+template <class N>
+constexpr bool row_blocks_reduction() {
+  if constexpr (!detail::is_reduce_node_v<N>) return false;
+  else if constexpr (N::child_type::rank == 0 || N::mask[N::child_type::rank - 1]) return false;
+  else return kept_reduction<N>::row_blocks;
+}
+
+// One reduction of a group: its blocks' partials, then its row of outputs.
+template <class X>
+struct row_block_work {
+  using N = decltype(X::value);
+  using K_ = kept_reduction<N>;
+  const X& x;
+  std::array<typename K_::A, K_::static_blocks * K_::width> part{};
+  void block(index_t b) { reduce_kept_block(x.value, 0, 0, K_::width, b, part.data() + b * K_::width, K_::count, -1); }
+  void finish() const { finish_row_blocks<decltype(X::dst), N>(x.dst, part.data()); }
+};
+
+// Block b of reductions whose operands all read as flat runs from axis K on (kept_reduction's
+// flat_block): their rows walked once, every reduction's values of a row computed in the same loop
+// body (what their trees share, the compiler computes once: batch norm's relu mask and x-hat), the
+// partials in registers. Each reduction combines its rows in row order, as its own kernel does: the
+// same bits.
+template <class X>
+struct flat_block_acc {
+  using N = decltype(X::value);
+  using K_ = kept_reduction<N>;
+  using I = typename K_::I;
+  static constexpr index_t w = lanes<I>, V = K_::width / w;
+  batch<I> acc[V];
+  flat_block_acc() {
+    for (index_t v = 0; v < V; ++v) acc[v] = batch<I>(K_::Op::template identity<typename K_::A>());
+  }
+  template <class Row>
+  TENFOLD_INLINE void add(const Row& row, index_t i) {
+    for (index_t v = 0; v < V; ++v) acc[v] = K_::Op::simd_combine(acc[v], row.load(i * K_::width + v * w));
+  }
+  void store(typename K_::A* blk) const {
+    for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(blk + v * w);
+  }
+};
+template <class... W>
+struct flat_blocks_together {
+  using IS = typename std::tuple_element_t<0, std::tuple<W...>>::N::child_type::shape_type;
+  static constexpr int R = IS::rank;
+  static constexpr int K = std::max({W::K_::K...}); // flat from the latest axis any of them needs
+  static constexpr index_t rows_per_run = [] {
+    index_t r = 1;
+    for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
+    return r;
+  }();
+  template <std::size_t... J>
+  static void block(index_t b, std::index_sequence<J...>, W&... w) {
+    constexpr index_t count = std::tuple_element_t<0, std::tuple<W...>>::K_::count;
+    std::tuple<flat_block_acc<std::remove_cvref_t<decltype(w.x)>>...> acc;
+    for (index_t r = b * reduce_block, rend = std::min(count, r + reduce_block); r < rend;) {
+      std::array<index_t, R + 1> at{};
+      for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
+      const auto rows = std::make_tuple(make_row<K, typename W::K_::L>(w.x.value.arg, at.data())...);
+      const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
+      for (index_t i = r % rows_per_run; i < i1; ++i, ++r) (std::get<J>(acc).add(std::get<J>(rows), i), ...);
+    }
+    (std::get<J>(acc).store(w.part.data() + b * W::K_::width), ...);
+  }
+};
+
+template <class A0, class... A>
+void run_reductions_together(const A0& a0, const A&... a) {
+  using N0 = decltype(a0.value);
+  using IS = typename N0::child_type::shape_type;
+  if constexpr (row_blocks_reduction<N0>() && ((row_blocks_reduction<decltype(a.value)>() &&
+                                                 std::is_same_v<typename decltype(a.value)::child_type::shape_type, IS> &&
+                                                 decltype(a.value)::mask == N0::mask) && ...)) {
+    if (together_pointwise(a0, a...)) {
+#if defined(TENFOLD_TRACE)
+      const trace::scope traced("together(" + ((N0::str() + ... + ("; " + decltype(a.value)::str()))) + ")", [] {
+        std::string s = "[";
+        for (int i = 0; i < IS::rank; ++i) s += (i ? "," : "") + std::to_string(IS::dims[i]);
+        return s + "]";
+      }());
+#endif
+      auto work = std::make_tuple(row_block_work<A0>{a0}, row_block_work<A>{a}...);
+      constexpr index_t grain = std::max<index_t>(1, parallel_reduce_grain / (reduce_block * kept_reduction<N0>::width));
+      parallel_for(kept_reduction<N0>::static_blocks, grain, 1, [&](index_t b0, index_t b1) {
+        for (index_t b = b0; b < b1; ++b)
+          std::apply([b](auto&... w) {
+            if constexpr ((std::remove_cvref_t<decltype(w)>::K_::flat_block && ...))
+              flat_blocks_together<std::remove_cvref_t<decltype(w)>...>::block(b, std::index_sequence_for<decltype(w)...>{}, w...);
+            else (w.block(b), ...);
+          }, work);
+      });
+      std::apply([](auto&... w) { (w.finish(), ...); }, work);
+      return;
+    }
+  }
+  run(a0.dst, a0.value), (run(a.dst, a.value), ...);
+}
+
+template <class A0, class... A>
 void run_together(const A0& a0, const A&... a) {
+  if constexpr (detail::is_reduction_tree<decltype(a0.value)>()) {
+    run_reductions_together(as_reduction(a0), as_reduction(a)...);
+  } else {
+    run_elementwise_together(a0, a...);
+  }
+}
+
+template <class A0, class... A>
+void run_elementwise_together(const A0& a0, const A&... a) {
   using S = typename decltype(a0.dst)::shape_type;
   static_assert(((std::is_same_v<typename decltype(a.dst)::shape_type, S>) && ...),
                 "tenfold::together: every destination must have the same shape");

@@ -111,8 +111,23 @@ struct step_counting_backend : counting_backend {
     const int step = a.steps++;
     ++a.nests;
     detail::unpack([&](const auto&... s) {
-      ((record_reads(prepare_root(detail::get<1>(s.args), *this), step), write(leaf(detail::get<0>(s.args)).holder.buffer, step)), ...);
+      auto one = [&](const auto& part) { record_reads(part.root, step), write(part.dst.holder.buffer, step); };
+      (one(together_part(s)), ...);
     }, t.args);
+  }
+  // An assignment of a group as its backend prepares it: a reduction's root reshape peeled (as assign
+  // peels it), so that the reduction is not a buffer of its own.
+  template <class A>
+  constexpr auto together_part(const A& s) {
+    if constexpr (detail::is_reduction_tree<std::remove_cvref_t<decltype(detail::get<1>(s.args))>>()) {
+      auto p = peel_reshape(leaf(detail::get<0>(s.args)), detail::get<1>(s.args));
+      auto v = prepare_root(std::move(p.root), *this);
+      return assignment<decltype(p.dst), decltype(v)>{p.dst, std::move(v)};
+    } else {
+      auto d = leaf(detail::get<0>(s.args));
+      auto v = prepare_root(detail::get<1>(s.args), *this);
+      return assignment<decltype(d), decltype(v)>{d, std::move(v)};
+    }
   }
   template <class H>
   constexpr void host(const H& h) { // its arguments are read and may be written: alive here
