@@ -33,6 +33,9 @@ constexpr conv_case grid[] = {
     // Large enough for several k-slices (K = 288 > KC), row blocks and a thread split.
     {.n = 2, .c = 32, .h = 17, .w = 15, .oc = 40, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
     {.n = 1, .c = 16, .h = 9, .w = 11, .oc = 8, .kh = 3, .kw = 3, .ph = 2, .pw = 1, .dh = 2, .dw = 1},  // whole vectors, dilated
+    // Whole vectors, strided: a panel's rows read every other input column (the padding's columns
+    // found per run of an output row), and panels of 14 rows span output rows of 9.
+    {.n = 2, .c = 16, .h = 13, .w = 17, .oc = 8, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1},
 };
 
 template <class T, bool Nhwc, conv_case P>

@@ -267,29 +267,51 @@ index_t pack_a(const im2col_rows_ref<E>& a, index_t i0, index_t mc, index_t k0, 
   if constexpr (std::is_same_v<T, E>) {
     const bool lin_h = !d.transposed || d.sh == 1, lin_w = !d.transposed || d.sw == 1;
     if (lin_h && lin_w && d.xc == 1 && d.Cg % W == 0 && k0 % d.Cg == 0 && kc % d.Cg == 0) {
-      const index_t tap0 = k0 / d.Cg, taps = kc / d.Cg;
+      // (the geometry in locals: the vector stores may alias anything, so fields of d would be reloaded)
+      const index_t Cg = d.Cg, KW = d.KW, H = d.H, Wd = d.W, OW = d.OW, OH = d.OH, xn = d.xn, xh = d.xh, xw = d.xw;
+      const index_t tap0 = k0 / Cg, taps = kc / Cg;
       const index_t step_h = d.transposed ? -d.dh : d.dh, step_w = d.transposed ? -d.dw : d.dw;
-      index_t n = i0 / OHW, oh = i0 % OHW / d.OW, ow = i0 % d.OW; // row (n, oh, ow), walked without divisions
+      const index_t row_w = d.transposed ? 1 : d.sw; // input columns from one output column to the next
+      index_t n = i0 / OHW, oh = i0 % OHW / OW, ow = i0 % OW; // row (n, oh, ow), walked without divisions
       for (index_t p = 0; p < mc; p += MR, out += MR * kg) {
         const index_t rows = std::min(MR, mc - p);
-        for (index_t r = 0; r < rows; ++r) {
-          const E* img = a.p + n * d.xn;
+        // The panel's rows in runs along one output row (the same image and oh): per run and tap, the
+        // input rows lie at one ih and consecutive columns, so the columns inside the image are one
+        // range (no test per row) and the rest are the padding's zeros.
+        for (index_t r = 0; r < rows;) {
+          const index_t seg = std::min(rows - r, OW - ow);
+          const E* img = a.p + n * xn;
           const index_t h0 = d.transposed ? oh + d.ph : oh * d.sh - d.ph, w0 = d.transposed ? ow + d.pw : ow * d.sw - d.pw;
-          index_t kh = tap0 / d.KW, kw = tap0 % d.KW;
+          index_t kh = tap0 / KW, kw = tap0 % KW;
           T* dst = out + r * W;
-          for (index_t t = 0; t < taps; ++t, dst += d.Cg * rows) {
-            const index_t ih = h0 + kh * step_h, iw = w0 + kw * step_w;
-            if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W) {
-              const E* src = img + ih * d.xh + iw * d.xw;
-              for (index_t c = 0; c < d.Cg; c += W) batch<T>::load_unaligned(src + c).store_unaligned(dst + c * rows);
-            } else {
-              for (index_t c = 0; c < d.Cg; c += W) batch<T>(T(0)).store_unaligned(dst + c * rows);
+          for (index_t t = 0; t < taps; ++t, dst += Cg * rows) {
+            const index_t ih = h0 + kh * step_h, iw0 = w0 + kw * step_w;
+            // rows s in [lo, hi) read iw0 + s * row_w inside [0, W)
+            index_t lo = 0, hi = 0;
+            if (ih >= 0 && ih < H && iw0 < Wd) {
+              if (row_w == 1) { // (stride 1, the common case: no division per tap)
+                lo = iw0 >= 0 ? 0 : std::min(seg, -iw0);
+                hi = std::max(lo, std::min(seg, Wd - iw0));
+              } else {
+                lo = iw0 >= 0 ? 0 : std::min(seg, (-iw0 + row_w - 1) / row_w);
+                hi = std::max(lo, std::min(seg, (Wd - iw0 + row_w - 1) / row_w));
+              }
             }
-            if (++kw == d.KW) kw = 0, ++kh;
+            for (index_t s = 0; s < lo; ++s)
+              for (index_t c = 0; c < Cg; c += W) batch<T>(T(0)).store_unaligned(dst + s * W + c * rows);
+            if (lo < hi) { // (no pointer formed outside the image)
+              const E* src = img + ih * xh + (iw0 + lo * row_w) * xw;
+              for (index_t s = lo; s < hi; ++s, src += row_w * xw)
+                for (index_t c = 0; c < Cg; c += W) batch<T>::load_unaligned(src + c).store_unaligned(dst + s * W + c * rows);
+            }
+            for (index_t s = hi; s < seg; ++s)
+              for (index_t c = 0; c < Cg; c += W) batch<T>(T(0)).store_unaligned(dst + s * W + c * rows);
+            if (++kw == KW) kw = 0, ++kh;
           }
-          if (++ow == d.OW) {
+          r += seg, ow += seg;
+          if (ow == OW) {
             ow = 0;
-            if (++oh == d.OH) oh = 0, ++n;
+            if (++oh == OH) oh = 0, ++n;
           }
         }
       }
