@@ -219,6 +219,25 @@ typename N::acc_type reduce_one(const N& n, const index_t* out, bool parallel_in
   return acc;
 }
 
+// Block b of `count` reduced rows over an operand of shape IS read as flat runs from axis K on: reduced
+// row r is row r % rows of run r / rows (rows: the extents from K to the last axis, exclusive), so
+// f(at, i0, i1) is called per run with the run's index before axis K and its rows [i0, i1), in row order.
+template <class IS, int K, class F>
+TENFOLD_INLINE void for_flat_runs(index_t b, index_t count, F&& f) {
+  constexpr index_t rows = [] {
+    index_t n = 1;
+    for (int i = K > 0 ? K : 0; i < IS::rank - 1; ++i) n *= IS::dims[i];
+    return n;
+  }();
+  for (index_t r = b * reduce_block, rend = std::min(count, r + reduce_block); r < rend;) {
+    std::array<index_t, IS::rank + 1> at{};
+    for (index_t q = r / rows, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
+    const index_t i0 = r % rows, i1 = std::min(rows, i0 + (rend - r));
+    f(at.data(), i0, i1);
+    r += i1 - i0;
+  }
+}
+
 // A reduction whose innermost axis is kept: its constants. Outputs are rows of `width` along that axis,
 // each reduced row (a position of the reduced axes) read as a run of it.
 template <class N>
@@ -246,8 +265,8 @@ struct kept_reduction {
   static constexpr index_t out_rows = outputs / (width ? width : 1);
   // A single row of a few vectors of outputs over an operand that reads as flat runs from axis K on
   // (periodic broadcasts included: batch norm's per-channel sums in NHWC; a per-image row mask keeps
-  // K at 1): reduced row r is row r % rows_per_run of run r / rows_per_run, and a block's partials
-  // stay in registers. The same combines in the same order as the general block, so the same bits.
+  // K at 1): a block is walked as runs (for_flat_runs) with its partials in registers. The same
+  // combines in the same order as the general block, so the same bits.
   static constexpr int K = [] {
     int k = R - 1;
     while (k > 0 && flat_from<C>(k - 1)) --k;
@@ -256,11 +275,6 @@ struct kept_reduction {
   static constexpr bool flat_block = out_rows == 1 && !OS::has_bounded && !over_bounded && K < R - 1 &&
                                      simd_reducible<Op, I, A> && std::is_same_v<L, I> && width % lanes<I> == 0 &&
                                      width / lanes<I> <= 8;
-  static constexpr index_t rows_per_run = [] {
-    index_t r = 1;
-    for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
-    return r;
-  }();
   static constexpr index_t static_blocks = (count + reduce_block - 1) / reduce_block;
   // One row of outputs over many reduced rows (batch norm's per-channel sums): its blocks are shared
   // out over the threads, each partial kept in a buffer of at most 32 KiB, then merged in order.
@@ -286,17 +300,14 @@ void reduce_kept_block(const N& n, index_t orow, index_t j0, index_t j1, index_t
   constexpr index_t width = K_::width;
   if constexpr (K_::flat_block) {
     constexpr int K = K_::K;
-    constexpr index_t w = lanes<I>, V = width / w, rows_per_run = K_::rows_per_run;
+    constexpr index_t w = lanes<I>, V = width / w;
     batch<I> acc[V];
     for (index_t v = 0; v < V; ++v) acc[v] = batch<I>(Op::template identity<A>());
-    for (index_t r = b * reduce_block, rend = std::min(active_count, r + reduce_block); r < rend;) {
-      index_array at{};
-      for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
-      const auto row = make_row<K, L>(n.arg, at.data());
-      const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
-      for (index_t i = r % rows_per_run; i < i1; ++i, ++r)
+    for_flat_runs<IS, K>(b, active_count, [&](const index_t* at, index_t i0, index_t i1) {
+      const auto row = make_row<K, L>(n.arg, at);
+      for (index_t i = i0; i < i1; ++i)
         for (index_t v = 0; v < V; ++v) acc[v] = Op::simd_combine(acc[v], row.load(i * width + v * w));
-    }
+    });
     for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(blk + v * w);
     (void)orow, (void)j0, (void)j1, (void)length;
   } else {

@@ -126,24 +126,15 @@ struct flat_block_acc {
 template <class... W>
 struct flat_blocks_together {
   using IS = typename std::tuple_element_t<0, std::tuple<W...>>::N::child_type::shape_type;
-  static constexpr int R = IS::rank;
   static constexpr int K = std::max({W::K_::K...}); // flat from the latest axis any of them needs
-  static constexpr index_t rows_per_run = [] {
-    index_t r = 1;
-    for (int i = K > 0 ? K : 0; i < R - 1; ++i) r *= IS::dims[i];
-    return r;
-  }();
   template <std::size_t... J>
   static void block(index_t b, std::index_sequence<J...>, W&... w) {
     constexpr index_t count = std::tuple_element_t<0, std::tuple<W...>>::K_::count;
     std::tuple<flat_block_acc<std::remove_cvref_t<decltype(w.x)>>...> acc;
-    for (index_t r = b * reduce_block, rend = std::min(count, r + reduce_block); r < rend;) {
-      std::array<index_t, R + 1> at{};
-      for (index_t q = r / rows_per_run, i = K - 1; i >= 0; --i) at[i] = q % IS::dims[i], q /= IS::dims[i];
-      const auto rows = std::make_tuple(make_row<K, typename W::K_::L>(w.x.value.arg, at.data())...);
-      const index_t i1 = std::min(rows_per_run, r % rows_per_run + (rend - r));
-      for (index_t i = r % rows_per_run; i < i1; ++i, ++r) (std::get<J>(acc).add(std::get<J>(rows), i), ...);
-    }
+    for_flat_runs<IS, K>(b, count, [&](const index_t* at, index_t i0, index_t i1) {
+      const auto rows = std::make_tuple(make_row<K, typename W::K_::L>(w.x.value.arg, at)...);
+      for (index_t i = i0; i < i1; ++i) (std::get<J>(acc).add(std::get<J>(rows), i), ...);
+    });
     (std::get<J>(acc).store(w.part.data() + b * W::K_::width), ...);
   }
 };
