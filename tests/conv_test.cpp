@@ -36,6 +36,10 @@ constexpr conv_case grid[] = {
     // Whole vectors, strided: a panel's rows read every other input column (the padding's columns
     // found per run of an output row), and panels of 14 rows span output rows of 9.
     {.n = 2, .c = 16, .h = 13, .w = 17, .oc = 8, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1},
+    // Output rows of 28 (whole panels, or 28/30 of them with 6-row tiles): the windows read in place
+    // over a padded copy (cpu/conv_padded.hpp): one channel, whole vectors in two groups, dilated.
+    {.n = 2, .c = 1, .h = 5, .w = 28, .oc = 16, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
+    {.n = 2, .c = 32, .h = 4, .w = 30, .oc = 8, .kh = 3, .kw = 3, .ph = 1, .pw = 0, .dh = 2, .dw = 1, .groups = 2},
 };
 
 template <class T, bool Nhwc, conv_case P>
@@ -220,6 +224,57 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
         for (index_t o = 0; o < 16; ++o) kg(n, i, j, o) = kk(i, j, n, o);
   Tensor<float, shape<1, 3, 3, 16>> kyv = conv2d(kx, permute<1, 2, 0, 3>(kg), padding<1>, nhwc);
   require_close<float>(kyv, naive<float>(kc, true, false, kx.data(), kk.data()), "k-sliced conv, strided kernel");
+}
+
+// NHWC windows read in place over a padded copy of the input (cpu/conv_padded.hpp): the same values in
+// the same order as the packed panels, so the same bits. Each geometry through both A operands of
+// gemm_range (whatever the ISA's heuristic would choose), over all rows and over the rows from the
+// second image on (a part's copy starts at its first image).
+namespace {
+template <class Cv, class X, class Wt>
+void require_in_place_bits(const X& x, const Wt& w) {
+  constexpr index_t OHW = Cv::OH * Cv::OW, M = Cv::N * OHW, N = Cv::OCg, K = Cv::Cg * Cv::KH * Cv::KW;
+  static_assert(Cv::groups == 1 && Cv::nhwc);
+  static constexpr cpu::conv_dims d = cpu::conv_dims_of<Cv>();
+  const cpu::gemm_config cfg = cpu::gemm_config_for<float>(M, N, K);
+  REQUIRE(cfg.kc % cpu::conv_a_group<float, Cv> == 0);
+  std::vector<float> packed(M * N), in_place(M * N);
+  cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{x.data(), &d}, cpu::weight_operand<Cv>(w.data()), M, K, cpu::gemm_part{0, M, 0, N},
+                         cpu::gemm_direct_out<float>{packed.data(), N}, cfg);
+  for (index_t first : {index_t(0), OHW}) {
+    const auto a = cpu::pad_images<float, cpu::conv_a_lda<Cv>, cpu::conv_a_group<float, Cv>>(x.data(), d, first / OHW, Cv::N);
+    std::fill(in_place.begin(), in_place.end(), -1.0f);
+    cpu::gemm_range<float>(a, cpu::weight_operand<Cv>(w.data()), M, K, cpu::gemm_part{first, M, 0, N},
+                           cpu::gemm_direct_out<float>{in_place.data(), N}, cfg);
+    for (index_t i = first * N; i < M * N; ++i) REQUIRE(in_place[i] == packed[i]);
+  }
+}
+template <conv_case P, bool Transposed>
+void check_in_place() {
+  using W = std::conditional_t<Transposed, shape<P.kh, P.kw, P.oc, P.c>, shape<P.kh, P.kw, P.c, P.oc>>;
+  Tensor<float, x_shape<P, true>> x;
+  Tensor<float, W> w;
+  fill(x, 30), fill(w, 31);
+  if constexpr (Transposed)
+    require_in_place_bits<decltype(conv_transpose2d(x, w, padding<P.ph, P.pw>, dilation<P.dh, P.dw>, nhwc))>(x, w);
+  else require_in_place_bits<decltype(conv2d(x, w, stride<P.sh, P.sw>, padding<P.ph, P.pw>, dilation<P.dh, P.dw>, nhwc))>(x, w);
+}
+} // namespace
+
+TEST_CASE("conv2d NHWC: windows read in place over a padded copy give the packed panels' bits", "[conv][determinism]") {
+  check_in_place<conv_case{.n = 3, .c = 16, .h = 6, .w = 14, .oc = 32, .kh = 3, .kw = 3, .ph = 1, .pw = 1}, false>();   // whole vectors
+  check_in_place<conv_case{.n = 2, .c = 32, .h = 13, .w = 13, .oc = 8, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, false>();
+  check_in_place<conv_case{.n = 2, .c = 64, .h = 5, .w = 14, .oc = 16, .kh = 3, .kw = 3, .ph = 1, .pw = 1}, false>(); // 3 k slices
+  check_in_place<conv_case{.n = 2, .c = 1, .h = 9, .w = 23, .oc = 16, .kh = 3, .kw = 3, .ph = 2, .pw = 2, .dh = 2, .dw = 2}, false>();
+  check_in_place<conv_case{.n = 2, .c = 3, .h = 9, .w = 20, .oc = 5, .kh = 5, .kw = 3, .sh = 1, .sw = 2, .ph = 2, .pw = 0}, false>();
+  // transposed, stride 1 (a convolution's input gradient): the taps walked backwards
+  check_in_place<conv_case{.n = 2, .c = 32, .h = 5, .w = 14, .oc = 16, .kh = 3, .kw = 3, .ph = 1, .pw = 1}, true>();
+  check_in_place<conv_case{.n = 1, .c = 16, .h = 6, .w = 9, .oc = 8, .kh = 3, .kw = 2, .ph = 2, .pw = 0, .dh = 2, .dw = 1}, true>();
+  // The CNN's layers take it with 14-row tiles (AVX-512; output rows of 28 and 14).
+  using C1 = decltype(conv2d(std::declval<Tensor<float, shape<64, 28, 28, 1>>&>(), std::declval<Tensor<float, shape<3, 3, 1, 16>>&>(), padding<1>, nhwc));
+  using C2 = decltype(conv2d(std::declval<Tensor<float, shape<64, 14, 14, 16>>&>(), std::declval<Tensor<float, shape<3, 3, 16, 32>>&>(), padding<1>, nhwc));
+  static_assert(cpu::gemm_tile<float>::MR != 14 ||
+                (cpu::conv_reads_a_in_place<float, C1>(cpu::gemm_config{}) && cpu::conv_reads_a_in_place<float, C2>(cpu::gemm_config{})));
 }
 
 // A small CNN as a program: conv -> bias + relu (in the first GEMM's store) -> conv. The arena holds

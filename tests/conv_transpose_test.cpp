@@ -22,6 +22,8 @@ constexpr conv_case grid[] = {
     // Stride 1, whole vectors of channels (a conv's input gradient; NHWC packs whole taps as a
     // convolution with the taps walked backwards), dilated.
     {.n = 2, .c = 32, .h = 7, .w = 9, .oc = 16, .kh = 3, .kw = 3, .ph = 2, .pw = 1, .dh = 2, .dw = 1},
+    // Output rows of 28: the input read in place over a padded copy (cpu/conv_padded.hpp).
+    {.n = 2, .c = 16, .h = 4, .w = 28, .oc = 8, .kh = 3, .kw = 3, .ph = 1, .pw = 1},
 };
 
 template <class T, bool Nhwc, conv_case P>

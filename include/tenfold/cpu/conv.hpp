@@ -5,7 +5,7 @@
 //   NHWC: per group, C[N*OH*OW, OCg] = im2col(x)[N*OH*OW, KH*KW*Cg] * W[KH*KW*Cg, OCg]   (im2col is A)
 //   NCHW: per image and group, C[OCg, OH*OW] = W[OCg, Cg*KH*KW] * im2col(x)[Cg*KH*KW, OH*OW] (im2col is B)
 // A 1x1 convolution with stride 1 and no padding reads x as a plain matrix: no im2col at all.
-#include "tenfold/cpu/conv_pack.hpp"
+#include "tenfold/cpu/conv_padded.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
 
 namespace tenfold::cpu {
@@ -120,6 +120,8 @@ void run_conv(const Dst& dst, const N& root) {
     // A single product too small to cut over threads is cut along k instead (a weight gradient's).
     constexpr index_t slices = gemms == 1 ? gemm_k_slices<T>(M, NC, K) : 1;
     const gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(M, NC, K, gemms, false, cfg);
+    // NHWC windows read in place over a padded copy of the images a part's rows cover (cpu/conv_padded.hpp).
+    constexpr bool in_place = nhwc && !pointwise && slices == 1 && conv_reads_a_in_place<T, Cv>(cfg);
     const index_t parts = sched.parts;
     auto task = [&](index_t t0, index_t t1) {
       for (index_t t = t0; t < t1; ++t) {
@@ -164,7 +166,10 @@ void run_conv(const Dst& dst, const N& root) {
         if constexpr (nhwc) {
           const EX* xg = xp + x_group;
           if constexpr (pointwise) product(matrix_ref<EX>{xg, dims.xw, dims.xc}, w);
-          else product(im2col_rows_ref<EX>{xg, &dims}, w);
+          else if constexpr (in_place) {
+            if (range.r0 < range.r1)
+              product(pad_images<T, conv_a_lda<Cv>, conv_a_group<T, Cv>>(xg, dims, range.r0 / (OH * OW), (range.r1 - 1) / (OH * OW) + 1), w);
+          } else product(im2col_rows_ref<EX>{xg, &dims}, w);
         } else {
           const EX* xg = xp + n * dims.xn + x_group;
           if constexpr (pointwise) product(w, matrix_ref<EX>{xg, dims.xc, dims.xw});

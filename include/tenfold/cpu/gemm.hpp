@@ -184,6 +184,16 @@ bool reads_b_in_place(const OB& b, index_t M) {
   else return false;
 }
 
+// An A operand the kernels read where it lies instead of packing it (cpu/conv_pack.hpp's im2col over a
+// padded input): its row stride `lda` and k grouping `group` are constants, and it provides
+// a_offsets(a, k0, kc) (the k slice's group offsets) and a_panel(a, row, most) (a panel's first value and
+// its row count: rows of one output row only).
+template <class OA>
+constexpr index_t a_in_place_lda() {
+  if constexpr (requires { OA::lda; }) return OA::lda;
+  else return 0;
+}
+
 // C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] for an M x K by K x N product. Every element is summed in
 // the same order whatever the rectangle, so splitting C over threads never changes a bit. A and B are
 // operands that pack_a / pack_b accept: a strided matrix_ref, or an implicit one (cpu/conv_pack.hpp:
@@ -216,6 +226,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   if constexpr (std::is_same_v<OB, matrix_ref<T>>)
     if (b.panels && c0 % NR == 0) panels = b.panels, panel_k = b.panel_k;
   const index_t KC = std::max<index_t>(1, b_in_place ? cfg.kc_in_place : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
+  constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
     // Scratch C spans every row of the range, so each block is finished before its epilogue runs. Its
@@ -228,11 +239,17 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
       const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
       T* bp = panels ? nullptr : ws.b.get(kc * (np - full));
       if (!panels) pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
+      [[maybe_unused]] const index_t* goff = nullptr;
+      if constexpr (Lda > 0) goff = a_offsets(a, k0, kc);
       for (index_t i0 = r0; i0 < r1; i0 += MC) {
         const index_t mc = std::min(MC, r1 - i0);
-        // (rounded up to whole groups of k, plus slack for pack_a's gathers)
-        T* ap = ws.a.get(mc * ((kc + G::W - 1) / G::W * G::W) + G::W);
-        const index_t group = pack_a<T>(a, i0, mc, k0, kc, ap), kcg = (kc + group - 1) / group * group;
+        T* ap = nullptr;
+        [[maybe_unused]] index_t group, kcg = 0;
+        if constexpr (Lda > 0) group = OA::group;
+        else { // (rounded up to whole groups of k, plus slack for pack_a's gathers)
+          ap = ws.a.get(mc * ((kc + G::W - 1) / G::W * G::W) + G::W);
+          group = pack_a<T>(a, i0, mc, k0, kc, ap), kcg = (kc + group - 1) / group * group;
+        }
         index_t ldc;
         T* cblk;
         if constexpr (Out::direct) ldc = out.ldc, cblk = out.c + i0 * ldc + j0;
@@ -241,16 +258,25 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           // Scratch rows are padded to whole panels; the destination is not. A panel at most one vector
           // wide (its other half zeros) takes the one-vector kernels.
           const index_t real = std::min(NR, nc - q), cols = Out::direct ? real : real <= G::W ? G::W : NR;
-          const auto& table = real <= G::W ? (group == 1 ? gemm_kernel_table<T, 1, 1> : gemm_kernel_table<T, 1, G::W>)
-                                           : (group == 1 ? gemm_kernel_table<T, G::NV, 1> : gemm_kernel_table<T, G::NV, G::W>);
+          const auto& table = [&]() -> const auto& {
+            if constexpr (Lda > 0) return real <= G::W ? gemm_kernel_table<T, 1, OA::group, Lda> : gemm_kernel_table<T, G::NV, OA::group, Lda>;
+            else
+              return real <= G::W ? (group == 1 ? gemm_kernel_table<T, 1, 1> : gemm_kernel_table<T, 1, G::W>)
+                                  : (group == 1 ? gemm_kernel_table<T, G::NV, 1> : gemm_kernel_table<T, G::NV, G::W>);
+          }();
           const index_t whole = real <= G::W ? G::W : NR;
           // (bp + (q - full) * kc only past the panels read in place: before them bp may be null)
           const T* bq = panels ? panels + (j0 + q) / NR * panel_k * NR + k0 * NR : q < full ? nullptr : bp + (q - full) * kc;
           index_t ldb = NR;
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
-          for (index_t p = 0; p < mc; p += MR)
-            table[cols == whole][std::min(MR, mc - p) - 1](ap + p * kcg, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > kb);
+          for (index_t p = 0; p < mc;) {
+            index_t rows = std::min(MR, mc - p);
+            const T* at = ap + p * kcg;
+            if constexpr (Lda > 0) at = a_panel(a, i0 + p, rows, rows); // (rows of one output row)
+            table[cols == whole][rows - 1](at, goff, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > kb);
+            p += rows;
+          }
         }
         if constexpr (!Out::direct)
           if (last) out.epilogue(static_cast<const T*>(cblk), ldc, i0, mc, j0, nc);

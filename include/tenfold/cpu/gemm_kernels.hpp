@@ -36,11 +36,15 @@ struct gemm_tile {
 // into it by vectors); Group W lets an A whose k runs are contiguous (NHWC im2col: runs of
 // channels) be copied in by vectors instead of transposed. Either way every broadcast is at a constant
 // offset and each element of C is summed in k order: the same bits.
+// Lda > 0: A is not a packed panel but read where it lies (cpu/conv_pack.hpp: im2col over a padded
+// input): group g's value of row r and k % Group = j is a[goff[g] + r * Lda + j] (with Lda = Group and
+// goff[g] = g * Rows * Group that is the packed panel). The same values in the same order: the same bits.
 // cols < NR goes through a register-sized buffer so that nothing past the tile is touched.
 // NV: the vectors of each B row used (the tile's NV, or 1 for a product at most one vector wide, whose
 // packed panels' second half is zeros: half the FMAs, the same sums in the same order).
-template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1>
-void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols, bool accumulate) {
+template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1, index_t Lda = 0>
+void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols,
+                       bool accumulate) {
   using G = gemm_tile<T>;
   using B = batch<T>;
   constexpr index_t W = G::W;
@@ -61,19 +65,20 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
 #pragma GCC unroll 4
   for (index_t k0 = 0; k0 < kc; k0 += Group) {
     const index_t g = Group == 1 ? 1 : std::min(Group, kc - k0);
+    const T* ag = Lda > 0 ? a + *goff++ : a;
     for (index_t j = 0; j < g; ++j) {
       B bv[NV];
 #pragma GCC unroll 4
       for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
 #pragma GCC unroll 16
       for (int r = 0; r < Rows; ++r) {
-        const B av(a[r * Group + j]);
+        const B av(ag[r * (Lda > 0 ? Lda : Group) + j]);
 #pragma GCC unroll 4
         for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
       }
       b += ldb;
     }
-    a += Rows * Group;
+    if constexpr (Lda == 0) a += Rows * Group;
   }
   // Full tiles (the common case) are a separate instantiation, so that no branch on cols keeps the
   // accumulators from going straight from registers to C.
@@ -96,15 +101,16 @@ void gemm_micro_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, in
 }
 
 // The kernel for `rows` (1..MR) rows and full or partial columns, chosen at run time from tables built
-// at compile time: gemm_kernel_table<T, NV, G>[cols == NV * W][rows - 1], for the A panel's grouping G
-// (1 or W) and NV = 1 for a panel at most one vector wide (N = 16 on AVX-512: a CNN's narrow layers).
+// at compile time: gemm_kernel_table<T, NV, G, Lda>[cols == NV * W][rows - 1], for the A panel's grouping
+// G (1 or W), NV = 1 for a panel at most one vector wide (N = 16 on AVX-512: a CNN's narrow layers), and
+// A's row stride where it is read in place (Lda > 0; goff is unused for packed panels).
 template <class T>
-using gemm_kernel_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, index_t, bool);
-template <class T, bool Full, index_t NV, index_t G>
+using gemm_kernel_fn = void (*)(const T*, const index_t*, const T*, index_t, index_t, T*, index_t, index_t, bool);
+template <class T, bool Full, index_t NV, index_t G, index_t Lda>
 inline constexpr auto gemm_kernel_row = []<std::size_t... R>(std::index_sequence<R...>) {
-  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, Full, NV, G>...};
+  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, Full, NV, G, Lda>...};
 }(std::make_index_sequence<gemm_tile<T>::MR>{});
-template <class T, index_t NV, index_t G>
-inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernel_table{gemm_kernel_row<T, false, NV, G>,
-                                                                                                    gemm_kernel_row<T, true, NV, G>};
+template <class T, index_t NV, index_t G, index_t Lda = 0>
+inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernel_table{gemm_kernel_row<T, false, NV, G, Lda>,
+                                                                                                    gemm_kernel_row<T, true, NV, G, Lda>};
 } // namespace tenfold::cpu
