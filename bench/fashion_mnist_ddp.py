@@ -36,6 +36,7 @@ def rows_of(rank, ranks, batch):
 def run(rank, a, port):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)  # as examples/fashion_mnist (tenfold::cpu::flush_denormals)
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
     torch.manual_seed(a.seed)

@@ -12,6 +12,7 @@ batch 64, drop_last, reshuffled every epoch, lr per step = tenfold::optim::cosin
 quarter epoch, then cosine to 0). --channels-last keeps the CNN's activations NHWC (tenfold's layout)
 and flattens them in NHWC order, as the C++ example does. --device cuda trains on the GPU as
 `fashion_mnist --device cuda` does: each batch gathered on the host and copied to the device.
+Denormal floats are flushed to zero (torch.set_flush_denormal), as the C++ example does.
 
 Prints one line per epoch in the C++ example's format ("epoch E/N: train loss L, test accuracy A,
 S s (I images/s)"; S counts the training steps only, the test pass is not in it), then the mean step
@@ -161,6 +162,7 @@ def parse():
 def main():
     a = parse()
     torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)  # as examples/fashion_mnist (tenfold::cpu::flush_denormals)
     torch.manual_seed(a.seed)
     t0 = time.perf_counter()
     x_train, y_train = load_split(a.data, "train")

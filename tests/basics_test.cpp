@@ -266,3 +266,26 @@ TEST_CASE("cast to and from the half types, vectorised", "[basics][cast]") {
   CHECK(n(0) == -7);
   CHECK(n(1) == std::numeric_limits<std::int32_t>::max());
 }
+
+TEST_CASE("flush_denormals: denormal results and inputs are zero on every pool thread, until turned off", "[basics][denormals]") {
+  constexpr index_t n = index_t(1) << 18; // many times the parallel grain: every thread of the pool takes a share
+  Tensor<float, shape<n>> x, y;
+  const float tiny = std::numeric_limits<float>::min() / 64; // a denormal; 2 * tiny is one too
+  REQUIRE(std::fpclassify(tiny) == FP_SUBNORMAL);
+  struct restore {
+    ~restore() { cpu::flush_denormals(false); }
+  } guard;
+  if (!cpu::flush_denormals()) {
+    WARN("flush_denormals: not supported on this target (x86 only)");
+    return;
+  }
+  for (auto& v : x) v = 1e-30f;
+  y = x * 1e-10f; // 1e-40: a denormal result, flushed (FTZ)
+  for (index_t i = 0; i < n; ++i) REQUIRE(y.data()[i] == 0.0f);
+  for (auto& v : x) v = tiny;
+  y = x * 2.0f; // a denormal input, read as zero (DAZ)
+  for (index_t i = 0; i < n; ++i) REQUIRE(y.data()[i] == 0.0f);
+  cpu::flush_denormals(false);
+  y = x * 2.0f;
+  for (index_t i = 0; i < n; ++i) REQUIRE(y.data()[i] == 2.0f * tiny);
+}

@@ -19,6 +19,10 @@
 // counted by all ranks, each on its share of the test set. Each rank uses cores / (ranks on its host)
 // threads unless TENFOLD_NUM_THREADS says otherwise.
 //
+// Denormal floats are flushed to zero (tenfold::cpu::flush_denormals, on every thread; the PyTorch
+// comparison sets the same): Adam's moments of weights that get no gradient decay into them within the
+// first epoch, and each operation on one costs ~100x (the later epochs took 15% longer).
+//
 // --device cuda trains on the GPU (device_step.hpp; where built with CUDA, one process): the same
 // network, batches and dropout masks, so the same run up to float rounding.
 #include <sched.h>
@@ -346,6 +350,7 @@ int main(int argc, char** argv) {
 #endif
   try {
     share_cores(comm.local_size());
+    cpu::flush_denormals(); // (after share_cores: it starts the thread pool)
     return run(parse(argc, argv), comm);
   } catch (const std::exception& e) {
     comm.abort(e.what()); // prints the error; under MPI, ends every rank (none waits for this one)
