@@ -277,6 +277,59 @@ TEST_CASE("conv2d NHWC: windows read in place over a padded copy give the packed
                 (cpu::conv_reads_a_in_place<float, C1>(cpu::gemm_config{}) && cpu::conv_reads_a_in_place<float, C2>(cpu::gemm_config{})));
 }
 
+// The weights' gradient in the form autodiff writes it for NHWC (autodiff/conv_adjoint.hpp), with both
+// operands views of x and g in memory: a convolution of x viewed with the batch as its channels (a
+// channel stride of a whole image: the packing's strided path) and g viewed as the kernel. Against the
+// long-double gradient, into the weights' layout and into the node's own, and the same bits on the pool
+// as inside one task (one thread).
+namespace {
+template <index_t B, index_t H, index_t W, index_t C, index_t OC, index_t S, index_t P, index_t D = 1>
+void check_weight_gradient() {
+  constexpr index_t K = 3, OH = (H + 2 * P - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P - D * (K - 1) - 1) / S + 1;
+  Tensor<float, shape<B, H, W, C>> x;
+  Tensor<float, shape<B, OH, OW, OC>> g;
+  fill(x, 40), fill(g, 41);
+  auto node = [&] { return conv2d(permute<3, 1, 2, 0>(x), permute<1, 2, 0, 3>(g), stride<D>, dilation<S>, padding<P>, nhwc); };
+  static_assert(decltype(node())::OH == K && decltype(node())::OW == K);
+  Tensor<float, shape<K, K, C, OC>> dw = permute<1, 2, 0, 3>(node());
+  Tensor<float, shape<C, K, K, OC>> dw_node = node();
+  reference r;
+  r.value.assign(std::size_t(dw.size()), 0), r.magnitude.assign(r.value.size(), 0), r.terms = B * OH * OW;
+  for (index_t kh = 0; kh < K; ++kh)
+    for (index_t kw = 0; kw < K; ++kw)
+      for (index_t c = 0; c < C; ++c)
+        for (index_t o = 0; o < OC; ++o) {
+          const std::size_t i = std::size_t(((kh * K + kw) * C + c) * OC + o);
+          for (index_t n = 0; n < B; ++n)
+            for (index_t oh = 0; oh < OH; ++oh)
+              for (index_t ow = 0; ow < OW; ++ow) {
+                const index_t ih = oh * S - P + kh * D, iw = ow * S - P + kw * D;
+                if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
+                const ld t = ld(x(n, ih, iw, c)) * ld(g(n, oh, ow, o));
+                r.value[i] += t, r.magnitude[i] += std::fabs(t);
+              }
+        }
+  require_close<float>(dw, r, "weight gradient");
+  for (index_t kh = 0; kh < K; ++kh)
+    for (index_t kw = 0; kw < K; ++kw)
+      for (index_t c = 0; c < C; ++c)
+        for (index_t o = 0; o < OC; ++o) REQUIRE(dw_node(c, kh, kw, o) == dw(kh, kw, c, o));
+  Tensor<float, shape<K, K, C, OC>> one_thread;
+  cpu::parallel_for(2, 1, 1, [&](index_t b, index_t) { // (a pool task: the evaluation inside runs on its thread alone)
+    if (b == 0) one_thread = permute<1, 2, 0, 3>(node());
+  });
+  for (index_t i = 0; i < dw.size(); ++i) REQUIRE(one_thread.data()[i] == dw.data()[i]);
+}
+} // namespace
+
+TEST_CASE("conv2d: a weight gradient over views of x and g in memory", "[conv][determinism]") {
+  check_weight_gradient<64, 28, 28, 1, 16, 1, 1>(); // a first layer's: 9 outputs of long sums, cut along k
+  check_weight_gradient<16, 14, 14, 16, 32, 1, 1>();
+  check_weight_gradient<3, 9, 11, 16, 8, 2, 1>(); // a strided convolution's (the node dilated)
+  check_weight_gradient<3, 7, 8, 3, 5, 1, 0>();   // no padding, 3 channels
+  check_weight_gradient<2, 9, 9, 5, 6, 1, 2, 2>(); // a dilated one's (the node strided)
+}
+
 // A small CNN as a program: conv -> bias + relu (in the first GEMM's store) -> conv. The arena holds
 // exactly the first activation, which the second conv reads as its packed operand.
 namespace {

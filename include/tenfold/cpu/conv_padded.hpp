@@ -13,6 +13,7 @@
 // (nearly) whole panels: conv_reads_a_in_place.
 #include <algorithm>
 #include <cstring>
+#include <utility> // std::pair
 
 #include "tenfold/cpu/conv_pack.hpp"
 
