@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   constexpr index_t B = 64;
+  cpu::flush_denormals(); // as examples/fashion_mnist
   auto p = std::make_unique<fashion::parameters>(1);
   auto s = std::make_unique<fashion::optimizer_state>();
   auto t = std::make_unique<fashion::trainer<B>>();
