@@ -36,6 +36,26 @@ TEST_CASE("arange, linspace, eye", "[creation]") {
   CHECK(m(0, 1) == 1);
 }
 
+// A generator behind a view broadcast along the run (rope's sign [-1, 1] over the halves axis): read
+// once per run (cpu/rows.hpp view_constant_along_run), directly and inside a function of it.
+TEST_CASE("a generator broadcast along the rows is one value per row", "[creation]") {
+  Tensor<float, shape<3, 2, 37>> x; // (37: whole vectors and a tail per row)
+  for (index_t i = 0; i < x.size(); ++i) x.data()[i] = float(i % 11) - 4.5f;
+  const auto sign = reshape<2, 1>(arange<float, 2>(-1, 2));
+  // (x flipped along the halves: runs then go along the last axis only, as in rope)
+  Tensor<float, shape<3, 2, 37>> y = flip<1>(x) * sign, z = flip<1>(x) + exp(sign) * 2.0f;
+  using V = decltype(detail::as_node(x * sign));
+  using S = std::remove_cvref_t<decltype(detail::get<1>(std::declval<V>().args))>;
+  static_assert(cpu::view_constant_along_run<S, 2>() && !cpu::view_constant_along_run<S, 1>());
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t p = 0; p < 2; ++p)
+      for (index_t j = 0; j < 37; ++j) {
+        const float s = p == 0 ? -1.0f : 1.0f;
+        REQUIRE(y(i, p, j) == x(i, 1 - p, j) * s);
+        REQUIRE(z(i, p, j) == x(i, 1 - p, j) + std::exp(s) * 2.0f);
+      }
+}
+
 TEST_CASE("random draws depend only on seed, offset and index", "[random]") {
   using S = shape<1 << 18>; // large: evaluated by several threads
   rng g1(7), g2(7);

@@ -310,6 +310,22 @@ inline constexpr bool is_gemm_block_v = false;
 template <class T, class S>
 inline constexpr bool is_gemm_block_v<gemm_block<T, S>> = true;
 
+// Is N a view the walk could not fold (over a generator: rope's sign, reshape<2, 1>(arange(-1, 2))
+// broadcast) whose affine map reads no output axis in [K, rank)? Then it is one value per run, read once
+// through its own `at` where it was read per element.
+template <class N, int K>
+constexpr bool view_constant_along_run() {
+  if constexpr (plan::nest_kind_v<N> != plan::nest_node::view) return false;
+  else if constexpr (!detail::is_affine_map_v<typename N::map_type>) return false;
+  else {
+    for (int j = 0; j < int(N::map_type::src.size()); ++j) {
+      const int a = N::map_type::src[j];
+      if (a >= K && N::shape_type::dims[a] != 1) return false;
+    }
+    return true;
+  }
+}
+
 // Is N the same for every element of a run over axes [K, rank)? (Scalars, operands broadcast along
 // the run, row-fused reductions, and elementwise functions of those.)
 template <class N, int K>
@@ -322,6 +338,7 @@ constexpr bool row_constant() {
       if (N::strides[a] != 0 && N::shape_type::dims[a] != 1) return false;
     return true;
   } else if constexpr (kind == reduce_view) return plan::constant_from<N>(K);
+  else if constexpr (kind == view) return view_constant_along_run<N, K>();
   else if constexpr (kind == map)
     return []<class... C>(detail::tuple<C...>*) { return (row_constant<C, K>() && ...); }(static_cast<decltype(N::args)*>(nullptr));
   else return false; // generator, reduction, view, pad, concat, take, block, by_index: taken to vary along the run
@@ -350,6 +367,10 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     const auto acc = memo_reduce<Rd, Rd::rank>(n.arg, in.data(), [&] { return reduce_one(n.arg, in.data(), false); });
     return scalar_row<typename N::value_type, L>{
         static_cast<compute_t<typename N::value_type>>(Rd::op_type::finalize(acc, Rd::count))};
+  } else if constexpr (view_constant_along_run<N, K>()) {
+    std::array<index_t, N::rank + 1> at{}; // (the run's axes at 0: the map does not read them)
+    for (int i = 0; i < K; ++i) at[i] = idx[i];
+    return scalar_row<typename N::value_type, L>{n.at(at.data())};
   } else if constexpr (K == N::rank - 1 && window_row_ok<N, L>()) {
     return make_window_row<L>(n, idx);
   } else if constexpr (plan::direct_fused_v<N>) {
