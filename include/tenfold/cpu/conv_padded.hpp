@@ -34,8 +34,8 @@ struct conv_workspace {
   }
 };
 
-// Lda: the row stride (sw * Cg; 1 for a transposed convolution's Cg); Group: k values per offset (W
-// where the channels are whole vectors, else 1).
+// Lda: the row stride (sw * Cg; Cg for a transposed convolution, whose rows step by one column); Group:
+// k values per offset (W where the channels are whole vectors, else 1).
 template <class T, index_t Lda, index_t Group>
 struct im2col_padded_ref {
   static constexpr index_t lda = Lda, group = Group;
