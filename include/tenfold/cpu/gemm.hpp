@@ -184,10 +184,10 @@ bool reads_b_in_place(const OB& b, index_t M) {
   else return false;
 }
 
-// An A operand the kernels read where it lies instead of packing it (cpu/conv_pack.hpp's im2col over a
+// An A operand the kernels read where it lies instead of packing it (cpu/conv_padded.hpp: im2col over a
 // padded input): its row stride `lda` and k grouping `group` are constants, and it provides
-// a_offsets(a, k0, kc) (the k slice's group offsets) and a_panel(a, row, most) (a panel's first value and
-// its row count: rows of one output row only).
+// a_offsets(a, k0, kc) (the k slice's group offsets) and a_panel(a, row, most, rows) (a panel's first value;
+// rows: its row count, rows of one output row only).
 template <class OA>
 constexpr index_t a_in_place_lda() {
   if constexpr (requires { OA::lda; }) return OA::lda;

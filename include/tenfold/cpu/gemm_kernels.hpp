@@ -36,7 +36,7 @@ struct gemm_tile {
 // into it by vectors); Group W lets an A whose k runs are contiguous (NHWC im2col: runs of
 // channels) be copied in by vectors instead of transposed. Either way every broadcast is at a constant
 // offset and each element of C is summed in k order: the same bits.
-// Lda > 0: A is not a packed panel but read where it lies (cpu/conv_pack.hpp: im2col over a padded
+// Lda > 0: A is not a packed panel but read where it lies (cpu/conv_padded.hpp: im2col over a padded
 // input): group g's value of row r and k % Group = j is a[goff[g] + r * Lda + j] (with Lda = Group and
 // goff[g] = g * Rows * Group that is the packed panel). The same values in the same order: the same bits.
 // cols < NR goes through a register-sized buffer so that nothing past the tile is touched.
