@@ -3,7 +3,7 @@
 
     python3 bench/fashion_mnist_torch.py [--epochs N] [--steps N] [--model cnn|mlp] [--channels-last]
                                          [--threads N] [--timed-steps N] [--seed N] [--data DIR] [--json FILE]
-                                         [--device cpu|cuda]
+                                         [--init FILE] [--device cpu|cuda]
 
 Model (cnn.hpp): conv 3x3 pad 1 1->16 (no bias) -> BatchNorm -> ReLU -> maxpool 2 -> conv 16->32 (no bias)
 -> BatchNorm -> ReLU -> maxpool 2 -> Linear(1568, 128) -> ReLU -> Dropout(0.25) -> Linear(128, 10),
@@ -13,6 +13,12 @@ quarter epoch, then cosine to 0). --channels-last keeps the CNN's activations NH
 and flattens them in NHWC order, as the C++ example does. --device cuda trains on the GPU as
 `fashion_mnist --device cuda` does: each batch gathered on the host and copied to the device.
 Denormal floats are flushed to zero (torch.set_flush_denormal), as the C++ example does.
+
+--init FILE (the CNN) starts from the C++ example's initial weights (`fashion_mnist --save-initial FILE`,
+safetensors, its layouts converted) and takes the batches in its order (its Philox Fisher-Yates shuffle
+with the key 2 * seed + 1, reproduced below), so that both runs see the same start and the same data
+and differ only in the dropout masks and float rounding. Without it the weights come from
+torch.manual_seed(seed) under the same rule (uniform in +-1/sqrt(fan_in)) and the order from torch.randperm.
 
 Prints one line per epoch in the C++ example's format ("epoch E/N: train loss L, test accuracy A,
 S s (I images/s)"; S counts the training steps only, the test pass is not in it), then the mean step
@@ -102,6 +108,83 @@ class MLP(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+MASK32 = 0xFFFFFFFF
+
+
+def philox4x32(counters, seed):
+    """tenfold::detail::philox_at(seed, 0, i) for every i in counters (uint64 array; stream 0): Philox4x32-10
+    (Salmon et al., SC'11), as four uint32 arrays."""
+    c = counters.astype(np.uint64)
+    x = [c & MASK32, c >> np.uint64(32), np.zeros_like(c), np.zeros_like(c)]
+    k0, k1 = seed & MASK32, (seed >> 32) & MASK32
+    for r in range(10):
+        if r > 0:
+            k0, k1 = (k0 + PHILOX_W0) & MASK32, (k1 + PHILOX_W1) & MASK32
+        p1, p0 = np.uint64(PHILOX_M1) * x[2], np.uint64(PHILOX_M0) * x[0]
+        x = [(p1 >> np.uint64(32)) ^ x[1] ^ np.uint64(k0), p1 & np.uint64(MASK32),
+             (p0 >> np.uint64(32)) ^ x[3] ^ np.uint64(k1), p0 & np.uint64(MASK32)]
+    return x
+
+
+# Random123's known answer for philox4x32_R(10, ctr = 0, key = 0).
+assert [int(v[0]) for v in philox4x32(np.zeros(1, np.uint64), 0)] == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+
+
+def tenfold_order(n, seed, epoch):
+    """The permutation examples/fashion_mnist trains epoch `epoch` (1-based) in: Fisher-Yates, draw i the
+    Philox counter (epoch - 1) * n + i under the key `seed` (its shuffle stream, 2 * seed + 1)."""
+    first = (epoch - 1) * n
+    x = philox4x32(np.arange(first, first + n, dtype=np.uint64), seed)
+    draws = ((x[1] << np.uint64(32)) | x[0]).tolist()
+    p = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = draws[i] % (i + 1)
+        p[i], p[j] = p[j], p[i]
+    return torch.tensor(p, dtype=torch.int64)
+
+
+def read_safetensors(path):
+    """The float32 tensors of a safetensors file as numpy arrays (the format: an 8-byte little-endian
+    header length, a JSON header of dtype, shape and data offsets, then the data)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        if t["dtype"] != "F32":
+            raise ValueError(f"{path}: {name} is {t['dtype']}, not F32")
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(data, dtype="<f4", count=(end - begin) // 4, offset=8 + n + begin).reshape(t["shape"])
+    return out
+
+
+def load_tenfold_initial(model, path, nhwc_flatten):
+    """The C++ example's parameters (cnn.hpp: conv weights HWIO, linear weights [in, out], fc1's inputs
+    in NHWC order) into the PyTorch CNN (OIHW, [out, in], fc1's inputs in NCHW order unless
+    nhwc_flatten)."""
+    t = read_safetensors(path)
+    fc1 = t["fc1.weight"].T  # [128, 1568], inputs (h, w, c)
+    if not nhwc_flatten:
+        fc1 = fc1.reshape(128, 7, 7, 32).transpose(0, 3, 1, 2).reshape(128, 7 * 7 * 32)
+    values = {
+        "conv1.weight": t["conv1.weight"].transpose(3, 2, 0, 1), "conv2.weight": t["conv2.weight"].transpose(3, 2, 0, 1),
+        "fc1.weight": fc1, "fc2.weight": t["fc2.weight"].T,
+    }
+    for name in ("bn1.weight", "bn1.bias", "bn2.weight", "bn2.bias", "fc1.bias", "fc2.bias",
+                 "bn1.running_mean", "bn1.running_var", "bn2.running_mean", "bn2.running_var"):
+        values[name] = t[name]
+    state = model.state_dict()
+    with torch.no_grad():
+        for name, v in values.items():
+            if tuple(state[name].shape) != v.shape:
+                raise ValueError(f"{path}: {name} has shape {v.shape}, the model's is {tuple(state[name].shape)}")
+            state[name].copy_(torch.from_numpy(np.array(v, dtype=np.float32)))
+
+
 def cosine_lr(t, total, base, warmup=0, floor=0.0):
     """tenfold::optim::cosine_lr."""
     if t < warmup:
@@ -150,12 +233,16 @@ def parse():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--init", help="start from these weights and take the batches in the C++ example's order "
+                                  "(fashion_mnist --save-initial FILE)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = p.parse_args()
     if a.epochs < 1 or a.steps < 0 or a.threads < 1 or a.timed_steps < 1:
         p.error("--epochs, --threads and --timed-steps must be at least 1, --steps at least 0")
     if a.channels_last and a.model != "cnn":
         p.error("--channels-last is for --model cnn")
+    if a.init and a.model != "cnn":
+        p.error("--init is for --model cnn")
     return a
 
 
@@ -169,6 +256,8 @@ def main():
     x_test, y_test = load_split(a.data, "t10k")
 
     model = CNN(nhwc_flatten=a.channels_last) if a.model == "cnn" else MLP()
+    if a.init:
+        load_tenfold_initial(model, a.init, a.channels_last)
     device = torch.device(a.device)
     model = model.to(device)
     if a.channels_last:
@@ -182,14 +271,18 @@ def main():
     timed_first, timed_last = 20, 20 + a.timed_steps  # global steps [20, 20+N)
     layout = " channels_last" if a.channels_last else ""
     where = torch.cuda.get_device_name() if a.device == "cuda" else f"{a.threads} threads, {cpu_model()}"
+    start = f"; from {a.init} in the C++ example's batch order" if a.init else ""
     print(f"fashion_mnist_torch: {a.model}{layout}, torch {torch.__version__}, {where}; "
-          f"{steps} steps of {BATCH} images per epoch, {a.epochs} epochs, Adam lr {a.lr:g} (cosine)", flush=True)
+          f"{steps} steps of {BATCH} images per epoch, {a.epochs} epochs, Adam lr {a.lr:g} (cosine){start}", flush=True)
 
     step_times, epochs, reached = [], [], None
     rss_before_first = rss_after_first = None
     train_seconds = 0.0
     for epoch in range(1, a.epochs + 1):
-        order = torch.randperm(x_train.shape[0], generator=shuffle)
+        if a.init:
+            order = tenfold_order(x_train.shape[0], a.seed * 2 + 1, epoch)
+        else:
+            order = torch.randperm(x_train.shape[0], generator=shuffle)
         e0 = time.perf_counter()
         loss_sum = 0.0
         for k in range(steps):
@@ -239,7 +332,7 @@ def main():
         result = {
             "framework": "pytorch", "torch_version": torch.__version__, "python": platform.python_version(),
             "cpu": cpu_model(), "threads": a.threads, "model": a.model, "channels_last": a.channels_last,
-            "batch": BATCH, "steps_per_epoch": steps, "epochs": epochs, "lr": a.lr, "seed": a.seed,
+            "batch": BATCH, "steps_per_epoch": steps, "epochs": epochs, "lr": a.lr, "seed": a.seed, "init": a.init,
             "step_ms": step_ms, "step_window": [timed_first, timed_first + len(window)] if window else None,
             "max_rss_mib": {"before_first_step": rss_before_first, "after_first_step": rss_after_first,
                             "first_step_growth": rss_after_first - rss_before_first, "end": max_rss_mib()},

@@ -3,11 +3,16 @@
 # (bench/fashion_mnist_torch.py: the same model, data, optimizer and schedule) in one invocation on the
 # same machine, then prints a Markdown table to stdout: per epoch seconds, images/s and test accuracy
 # for both, PyTorch's epoch time over tenfold's, and the training seconds to test accuracy >= 0.92.
+# PyTorch starts from tenfold's initial weights and takes the batches in its order (the example's
+# --save-initial, the script's --init), so that the two runs differ only in the dropout masks and in
+# float rounding, and the epoch at which each reaches 0.92 is not a draw of two different starts.
 #
-#   bench/run_training.sh [EPOCHS] [--steps N] [--channels-last] [--mlp]
+#   bench/run_training.sh [EPOCHS] [--steps N] [--seed N] [--own-start] [--channels-last] [--mlp]
 #
 #   EPOCHS            default 8
 #   --steps N         batches per epoch (a quick run); passed to both
+#   --seed N          the seed of the initial weights, the shuffles and the dropout masks (default 1)
+#   --own-start       PyTorch draws its own initial weights and batch order (the same rule, its own streams)
 #   --channels-last   PyTorch keeps the CNN's activations NHWC, tenfold's layout (default: NCHW)
 #   --mlp             also times PyTorch on an MLP 784-256-10 (no tenfold counterpart; one line below the table)
 #   THREADS           threads for both (TENFOLD_NUM_THREADS, torch.set_num_threads); default 2
@@ -24,13 +29,15 @@ build=${BUILD_DIR:-$root/build}
 python=${PYTHON:-python3}
 threads=${THREADS:-2}
 epochs=8
-steps_args=() torch_args=() mlp=0
+steps_args=() torch_args=() mlp=0 seed=1 own_start=0
 while (($#)); do
   case $1 in
     --steps) steps_args=(--steps "${2:?--steps needs a value}"); shift 2 ;;
+    --seed) seed=${2:?--seed needs a value}; shift 2 ;;
+    --own-start) own_start=1; shift ;;
     --channels-last) torch_args+=(--channels-last); shift ;;
     --mlp) mlp=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     [0-9]*) epochs=$1; shift ;;
     *) echo "run_training.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -48,12 +55,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 load_before=$(uptime)
 
-echo "== tenfold: $binary --epochs $epochs ${steps_args[*]} (TENFOLD_NUM_THREADS=$threads)" >&2
+echo "== tenfold: $binary --epochs $epochs ${steps_args[*]} --seed $seed (TENFOLD_NUM_THREADS=$threads)" >&2
 TENFOLD_NUM_THREADS=$threads /usr/bin/time -f '%M' -o "$work/tenfold_rss" \
-  "$binary" --epochs "$epochs" "${steps_args[@]}" --out "$work/tenfold_out" | tee "$work/tenfold.txt" >&2
+  "$binary" --epochs "$epochs" "${steps_args[@]}" --seed "$seed" --save-initial "$work/initial.safetensors" \
+  --out "$work/tenfold_out" | tee "$work/tenfold.txt" >&2
 
-echo "== PyTorch: $python bench/fashion_mnist_torch.py --epochs $epochs ${steps_args[*]} ${torch_args[*]} --threads $threads" >&2
-"$python" "$root/bench/fashion_mnist_torch.py" --epochs "$epochs" "${steps_args[@]}" "${torch_args[@]}" \
+((own_start)) || torch_args+=(--init "$work/initial.safetensors")
+echo "== PyTorch: $python bench/fashion_mnist_torch.py --epochs $epochs ${steps_args[*]} --seed $seed ${torch_args[*]} --threads $threads" >&2
+"$python" "$root/bench/fashion_mnist_torch.py" --epochs "$epochs" "${steps_args[@]}" --seed "$seed" "${torch_args[@]}" \
   --threads "$threads" --json "$work/torch.json" | tee "$work/torch.txt" >&2
 
 if ((mlp)); then
@@ -97,8 +106,10 @@ print("## Fashion-MNIST training: tenfold vs PyTorch (CPU)\n")
 print(f"- CPU: {cpu}; {threads} threads each (TENFOLD_NUM_THREADS, torch.set_num_threads)")
 print(f"- tenfold commit {commit}, examples/fashion_mnist; PyTorch {torch['torch_version']} ({layout}), "
       f"Python {torch['python']}, bench/fashion_mnist_torch.py")
-print(f"- {epochs} epochs of {steps} steps x {torch['batch']} images, Adam lr {torch['lr']:g} with the cosine schedule"
-      f"{'; arguments: ' + extra.strip() if extra.strip() else ''}")
+start = ("PyTorch from tenfold's initial weights in its batch order" if torch.get("init")
+         else "each side its own initial weights and batch order")
+print(f"- {epochs} epochs of {steps} steps x {torch['batch']} images, Adam lr {torch['lr']:g} with the cosine schedule, "
+      f"seed {torch['seed']}, {start}{'; arguments: ' + extra.strip() if extra.strip() else ''}")
 print(f"- Load: before `{load_before.strip()}`; after `{load_after.strip()}`")
 print("- Epoch seconds count the training steps only (the test pass is not in them); ratio = PyTorch / tenfold "
       "epoch time, > 1 means tenfold is faster\n")

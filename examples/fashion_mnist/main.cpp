@@ -2,14 +2,15 @@
 // after every epoch. Data: the IDX files of Debian's dataset-fashion-mnist package.
 //
 //   fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]
-//                 [--device cpu|cuda]
+//                 [--save-initial FILE] [--device cpu|cuda]
 //   fashion_mnist --eval FILE [--data DIR]
 //   mpirun -np R fashion_mnist ...        (data-parallel, where built with MPI)
 //
 // Training writes DIR/metrics.csv and DIR/curves.png after every epoch and DIR/weights.safetensors at
 // the end (default DIR: fashion_mnist_out). --steps N stops each epoch after N batches (a quick run);
-// --log-steps FILE writes every step's loss (epoch,step,loss); --eval FILE loads weights and prints the
-// test accuracy they give. The last line of a training run is "final test accuracy 0.XXXX after N
+// --log-steps FILE writes every step's loss (epoch,step,loss); --save-initial FILE writes the initial
+// parameters (safetensors, before the first step: the PyTorch comparison starts from them, see
+// bench/fashion_mnist_torch.py --init); --eval FILE loads weights and prints the test accuracy they give. The last line of a training run is "final test accuracy 0.XXXX after N
 // epochs in S s". Built with -DTENFOLD_TRACE=1 (CMAKE_CXX_FLAGS), it also prints to stderr where the
 // time went, nest by nest (tenfold::trace::summary).
 //
@@ -62,13 +63,13 @@ struct options {
   long steps = 0; // 0: every batch
   float lr = 2e-3f;
   std::uint64_t seed = 1;
-  std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval, log_steps;
+  std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval, log_steps, save_initial;
   bool cuda = false; // --device cuda
 };
 
 [[noreturn]] void usage(const char* what) {
   std::fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]\n"
-                       "                     [--device cpu|cuda]\n"
+                       "                     [--save-initial FILE] [--device cpu|cuda]\n"
                        "       fashion_mnist --eval FILE [--data DIR]\n", what);
   std::exit(2);
 }
@@ -95,6 +96,7 @@ options parse(int argc, char** argv) {
     else if (a == "--out") o.out = value();
     else if (a == "--eval") o.eval = value();
     else if (a == "--log-steps") o.log_steps = value();
+    else if (a == "--save-initial") o.save_initial = value();
     else if (a == "--device") {
       const std::string d = value();
       if (d != "cpu" && d != "cuda") usage("--device takes cpu or cuda");
@@ -220,6 +222,8 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
 
   auto p = std::make_unique<parameters>(o.seed);
   p->each([&comm](const char*, auto& t) { comm.broadcast(t); }); // every replica starts from rank 0's
+  if (root && !o.save_initial.empty())
+    io::save_parameters(o.save_initial, *p, {{"model", "tenfold examples/fashion_mnist cnn.hpp"}, {"epochs", "0"}, {"seed", std::to_string(o.seed)}});
   auto s = std::make_unique<optimizer_state>();
   auto t = std::make_unique<trainer<B>>();
 #ifdef FASHION_MNIST_CUDA
