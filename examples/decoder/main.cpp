@@ -126,6 +126,9 @@ int main(int argc, char** argv) try {
   for (auto b : text.bytes) bytes += "0123456789abcdef"[b >> 4], bytes += "0123456789abcdef"[b & 15];
   io::save_parameters(o.out + "/checkpoint.safetensors", *p, {{"vocabulary", bytes}});
   std::printf("final validation loss %.4f after %ld iterations in %.0f s\n", val_loss, o.iters, train_s);
+#if defined(TENFOLD_TRACE) // (a build with -DTENFOLD_TRACE=1 in every unit: where the time went, nest by nest)
+  std::fprintf(stderr, "%s", tenfold::trace::summary().c_str());
+#endif
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "decoder: %s\n", e.what());

@@ -108,26 +108,51 @@ constexpr index_t round_up(index_t n, index_t m) {
   return (n + m - 1) / m * m;
 }
 
+// The largest lane of v, as a tree (depth log2 W, not a chain of W - 1 dependent maxima: a row of a
+// short block is latency-bound, and this sits on its critical path).
+template <class T>
+T lanes_max(const batch<T>& v) {
+  constexpr index_t W = lanes<T>;
+  alignas(default_alignment) T a[W];
+  v.store_aligned(a);
+#pragma GCC unroll 8
+  for (index_t w = W / 2; w > 0; w /= 2)
+#pragma GCC unroll 16
+    for (index_t q = 0; q < w; ++q) a[q] = a[q + w] > a[q] ? a[q + w] : a[q];
+  return a[0];
+}
+
+// 0, 1, ..., W - 1 (the lanes of a ragged last vector are compared with it).
+template <class T>
+batch<T> lane_indices() {
+  constexpr index_t W = lanes<T>;
+  alignas(default_alignment) T a[W];
+  for (index_t q = 0; q < W; ++q) a[q] = T(q);
+  return batch<T>::load_aligned(a);
+}
+
 // One row of the score block: mask the keys this query does not see, shift by the new running maximum
 // and exponentiate in place; returns the row's factor exp(m_old - m_new) and updates m and l.
-// `n`: keys of the block this row sees (may be <= 0), `kc`: keys the P·V product reads.
+// `n`: keys of the block this row sees (may be <= 0), `kc`: keys the P·V product reads. The row has
+// room for whole vectors up to round_up(kc, W): the masked lanes and the tail are written by vectors.
 template <class T>
 T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
   using B = batch<T>;
   constexpr index_t W = lanes<T>;
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  const B zero(T(0));
   if (n <= 0) {
-    for (index_t j = 0; j < kc; ++j) s[j] = T(0);
+    for (index_t j = 0; j < kc; j += W) zero.store_unaligned(s + j);
     return T(1);
   }
-  const index_t nv = round_up(n, W);
-  for (index_t j = n; j < nv; ++j) s[j] = neg_inf; // the padded lanes of the last vector
+  const index_t nv = round_up(n, W), full = n - n % W;
+  if (full < nv) { // the lanes of the last vector past n: -inf, so that exp gives 0
+    const B last = B::load_unaligned(s + full);
+    xsimd::select(lane_indices<T>() < B(T(n - full)), last, B(neg_inf)).store_unaligned(s + full);
+  }
   B mx(neg_inf);
   for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
-  alignas(default_alignment) T lane[W];
-  mx.store_aligned(lane);
-  T row_max = lane[0];
-  for (index_t q = 1; q < W; ++q) row_max = lane[q] > row_max ? lane[q] : row_max;
+  const T row_max = lanes_max(mx);
   const T m_new = row_max > m ? row_max : m;
   // While every score seen is -inf, shift by 0: exp(-inf - 0) = 0, not exp(-inf + inf) = NaN.
   const T shift = m_new == neg_inf ? T(0) : m_new;
@@ -139,7 +164,7 @@ T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
     sum += p;
     p.store_unaligned(s + j);
   }
-  for (index_t j = nv; j < kc; ++j) s[j] = T(0); // keys past this row's last in the block
+  for (index_t j = nv; j < kc; j += W) zero.store_unaligned(s + j); // keys past this row's last in the block
   l = l * alpha + xsimd::hadd(sum);
   m = m_new;
   return alpha;
