@@ -47,10 +47,12 @@ struct trainer {
   // the stages' outputs, per block
   Tensor<float, shape<N, width>> x[layers + 1], y[layers], x2[layers];
   Tensor<float, shape<N, 3 * width>> qkv[layers];
+  Tensor<float, shape<3, B, heads, T, head_dim>> h[layers]; // rotated q and k, and v (rotated_heads)
   Tensor<float, shape<N, hidden>> a[layers];
   // the gradients flowing back
   Tensor<float, shape<N, width>> gx, gx2, gy;
   Tensor<float, shape<N, 3 * width>> gqkv;
+  Tensor<float, shape<3, B, heads, T, head_dim>> gh;
   Tensor<float, shape<N, hidden>> ga;
   Tensor<float, shape<>> loss;
   // the parameters' gradients and Adam's moments
@@ -68,7 +70,15 @@ struct trainer {
     for (index_t l = 0; l < layers; ++l) {
       const auto& b = p.blocks[l];
       set(qkv[l], attention_in(x[l], b.ln1, b.qkv));
-      set(y[l], self_attention<B, T>(qkv[l], rope.cos, rope.sin));
+      { // rotated_heads, part by part
+        auto h0 = head_part<0, B, T>(h[l]);
+        auto h1 = head_part<1, B, T>(h[l]);
+        auto h2 = head_part<2, B, T>(h[l]);
+        set(h0, rotated_head<0, B, T>(qkv[l], rope.cos, rope.sin));
+        set(h1, rotated_head<1, B, T>(qkv[l], rope.cos, rope.sin));
+        set(h2, head<2, B, T>(qkv[l]));
+      }
+      set(y[l], attend<B, T>(h[l]));
       set(x2[l], residual(x[l], y[l], b.proj));
       set(a[l], mlp_in(x2[l], b.ln2, b.up));
       set(x[l + 1], mlp_out(x2[l], a[l], b.down));
@@ -109,8 +119,10 @@ struct trainer {
       // x2 = x + y proj
       auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
       set(gy, f_y), set(gb.proj, f_proj);
-      // y = attention(qkv)
-      auto [h_qkv] = vjp([this](const auto& q_) { return self_attention<B, T>(q_, rope.cos, rope.sin); }, gy, qkv[l]);
+      // y = attention(h), h = the rotated heads of qkv
+      auto [h_h] = vjp([](const auto& h_) { return attend<B, T>(h_); }, gy, h[l]);
+      set(gh, h_h);
+      auto [h_qkv] = vjp([this](const auto& q_) { return rotated_heads<B, T>(q_, rope.cos, rope.sin); }, gh, qkv[l]);
       set(gqkv, h_qkv);
       // qkv = norm(x) wqkv
       auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);
