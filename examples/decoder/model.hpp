@@ -57,8 +57,8 @@ auto merge_heads(const auto& o) {
 // is. The trainer keeps them per layer: attention's backward pass then reads rotated q and k from memory,
 // its gradients with respect to all three are one expression (dq, dk and dv once each, their
 // statistics once), and that gradient, a tensor, goes back through rope, whose adjoint reads it twice.
-// (The trainer writes the three parts one by one into slices of its tensor: a stack of them evaluated as one
-// nest went element by element through concat's index map, 0.7 ms.)
+// (The trainer writes the three parts one by one into slices of its tensor, which is what assigning the
+// stack does too: cpu::run_concat.)
 template <index_t B, index_t T>
 auto rotated_heads(const auto& qkv, const auto& cos, const auto& sin) {
   return stack<0>(rotated_head<0, B, T>(qkv, cos, sin), rotated_head<1, B, T>(qkv, cos, sin), head<2, B, T>(qkv));

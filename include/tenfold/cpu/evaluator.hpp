@@ -308,6 +308,23 @@ auto without_keepdims(const Dst& dst) {
                       Dst::offset, typename Dst::holder_type>{{}, dst.holder};
 }
 
+template <class Dst, class N>
+void run(const Dst& dst, const N& n);
+
+// A concat at the root (a stack too): one nest per operand, into its part of dst (a leaf with dst's
+// strides, offset along the axis). Through the node's index map every element was found by comparing
+// its index with the parts' bounds: a stack of three [12, 4, 64, 32] tensors took 0.7 ms.
+template <class Dst, class N>
+void run_concat(const Dst& dst, const N& n) {
+  constexpr int A = N::axis;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (run(detail::leaf<typename Dst::element_type, typename std::remove_cvref_t<decltype(detail::get<I>(n.args))>::shape_type,
+                      detail::canon(Dst::strides), Dst::offset + N::bounds[I] * Dst::strides[A], typename Dst::holder_type>{{}, dst.holder},
+         detail::get<I>(n.args)),
+     ...);
+  }(std::make_index_sequence<N::bounds.size() - 1>{});
+}
+
 // The kernel for root N (what `run` does, untraced).
 template <class Dst, class N>
 void run_root(const Dst& dst, const N& n) {
@@ -320,6 +337,7 @@ void run_root(const Dst& dst, const N& n) {
   else if constexpr (detail::is_attention_node_v<N>) run_attention(dst, n);
   else if constexpr (detail::is_attention_grad_node_v<N>) run_attention_grad(dst, n);
   else if constexpr (detail::is_scatter_add_node_v<N>) run_scatter_add(dst, n);
+  else if constexpr (detail::is_concat_node_v<N> && !N::shape_type::has_bounded && detail::is_leaf_v<Dst>) run_concat(dst, n);
   else if constexpr (keeps_dims<N>()) {
     // (so that a max pool's tie count, a keepdims sum over each window, takes the window kernel)
     run_root(without_keepdims<N>(dst), detail::reduce_node<typename N::op_type, typename N::child_type, N::mask, false>{{}, n.arg});
