@@ -66,6 +66,26 @@ TEST_CASE("rope: heads of [B, H, T, D] and a plain [T, D], against the rotation 
   }
 }
 
+// Nests large enough for the pool whose runs are short (the halves: rows of D/2 floats) walk blocks of
+// rows over the axes before the run (cpu/evaluator.hpp, short_run_axes): every row of every block, in
+// the decoder's shape (16-float rows, whole vectors) and with rows of 12 (no whole vector, a tail only).
+TEST_CASE("rope: the decoder's heads and ragged rows, nests of short runs over the pool", "[rope]") {
+  {
+    static Tensor<float, shape<12, 4, 64, 32>> x, y;
+    fill(x, 4);
+    const rope_tables<float, 64, 32> t;
+    y = rope(x, t.cos, t.sin);
+    CHECK(worst_rotation_error(x, y, 48, 64, 32, 1) < 4e-7);
+  }
+  {
+    static Tensor<float, shape<2, 3, 700, 24>> x, y;
+    fill(x, 5);
+    const rope_tables<float, 700, 24> t;
+    y = rope(x, t.cos, t.sin);
+    CHECK(worst_rotation_error(x, y, 6, 700, 24, 1) < 2e-6);
+  }
+}
+
 TEST_CASE("rope: the derivative is the rotation by -θ", "[rope][autodiff]") {
   Tensor<double, shape<2, 4, 6, 10>> x, w;
   fill(x, 4), fill(w, 5);

@@ -135,6 +135,27 @@ void run_active_rows(const Dst& dst, const N& n, index_t rows, index_t width, At
   });
 }
 
+// Rows of at most this many elements are short: their setup costs more than their loads and stores.
+inline constexpr index_t short_run = 32;
+// For a nest over S whose runs start at axis K: how many axes before K a task walks as nested loops
+// (0: the runs are not short). As many as leave at least 16 blocks of rows to share among the threads,
+// and a block of at most 8192 elements.
+template <class S, int K>
+constexpr int short_run_axes() {
+  if (K == 0 || detail::product(S::dims, K, S::rank) > short_run) return 0;
+  int j = 0;
+  while (j < K && detail::product(S::dims, 0, K - j - 1) >= 16 && detail::product(S::dims, K - j - 1, S::rank) <= 8192) ++j;
+  return j;
+}
+// f() for every index of the axes A .. B-1 of idx (the others as they are), in order: nested loops of
+// constant trip counts.
+template <int A, int B, class S, class F>
+TENFOLD_INLINE void for_rows_of(index_t* idx, const F& f) {
+  if constexpr (A == B) f();
+  else
+    for (idx[A] = 0; idx[A] < S::dims[A]; ++idx[A]) for_rows_of<A + 1, B, S>(idx, f);
+}
+
 // dst: a writable leaf with N's shape.
 template <class Dst, class N>
 void run_elementwise(const Dst& dst, const N& n) {
@@ -181,7 +202,9 @@ void run_elementwise(const Dst& dst, const N& n) {
     constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
     [[maybe_unused]] const bool share = plan::same_repeated_reductions(n); // (plan/same_reductions.hpp: once per launch)
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
-    auto row = [&](const index_t* idx, index_t j, index_t stop) {
+    // (forced inline: called once per row, a call per row of 16 floats and the row's setup redone from its
+    // index were 2/3 of rope's pass; a nest instantiates one of the branches below that call it)
+    auto row = [&](const index_t* idx, index_t j, index_t stop) TENFOLD_INLINE_LAMBDA {
       if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
         if (j == 0 && stop == inner && tee_same_values(n)) { // E once per element
           index_t o = 0;
@@ -257,6 +280,19 @@ void run_elementwise(const Dst& dst, const N& n) {
         detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());
         row(idx.data(), 0, inner);
       }
+    } else if constexpr (constexpr int J = short_run_axes<S, K>(); J > 0) {
+      // Short runs (rope's halves: rows of 16 floats): a task takes whole blocks of rows, the last J axes
+      // before the run walked as nested loops, so that a row's operands are found by stepping from the
+      // last row's rather than from its index (that setup was most of such a pass).
+      constexpr index_t blocks = detail::product(S::dims, 0, K - J), block = detail::product(S::dims, K - J, R);
+      parallel_for(blocks, std::max<index_t>(1, parallel_grain / block), 1, [&](index_t b0, index_t b1) {
+        index_array i{};
+        for (index_t b = b0; b < b1; ++b) {
+          detail::unravel<shape_from<prefix_dims<S, K - J>()>>(b, i.data());
+          for_rows_of<K - J, K, S>(i.data(), [&] { row(i.data(), 0, inner); });
+        }
+        if constexpr (stream) stream_fence();
+      });
     } else {
       parallel_for(S::size, parallel_grain, lanes<L>, [&](index_t begin, index_t end) {
         index_array i{};
