@@ -297,7 +297,9 @@ auto gradient(const N& n, const G& g) {
     } else {
       const auto yb = unreduce<N>(n);
       const auto gb = unreduce<N>(g);
-      return gradient<Target>(n.arg, Op::vjp(n.arg, yb, gb, reduction_context<N>{}));
+      auto local = Op::vjp(n.arg, yb, gb, reduction_context<N>{});
+      if constexpr (std::is_same_v<decltype(local), ops::no_gradient>) return zero{};
+      else return gradient<Target>(n.arg, local);
     }
   } else if constexpr (detail::is_scan_node_v<N>) {
     using Op = typename N::op_type;

@@ -8,6 +8,7 @@
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/view.hpp"
+#include "tenfold/ops/cast.hpp"
 #include "tenfold/ops/descriptor.hpp"
 #include "tenfold/cpu/row_memo.hpp"
 #include "tenfold/cpu/transpose.hpp"
@@ -163,6 +164,16 @@ template <class T, class S, class L>
 struct simd_ok<scalar_node<T, S>, L> {
   static constexpr bool value = !std::is_same_v<T, bool>;
 };
+// An integer tensor cast to the lanes' floating type: its row loads it converted (leaf_row's load, the
+// static_cast that cast's scalar rule is), so a compare of class ids in float lanes (nll_loss's one-hot
+// mask) vectorises with the float tree around it.
+template <class Op, class C, class L>
+inline constexpr bool converted_leaf_v = false;
+template <class To, class C, class L>
+inline constexpr bool converted_leaf_v<ops::cast<To>, C, L> =
+    detail::is_leaf_v<C> && std::is_integral_v<typename C::value_type> && !std::is_same_v<typename C::value_type, bool> &&
+    std::is_floating_point_v<L> && std::is_same_v<To, L>;
+
 template <class Op, class... C, class L>
 struct simd_ok<map_node<Op, C...>, L> {
   using V = typename map_node<Op, C...>::value_type;
@@ -177,7 +188,7 @@ struct simd_ok<map_node<Op, C...>, L> {
     // it must not even be named (xsimd::batch_bool<void> is a hard error, not a failed requirement).
     // Nor is Op::simd named where an operand is not vectorised: its deduced return type would instantiate
     // its body for batches it does not take (isnan of a bool tensor's batch_bool).
-    if constexpr (!lane_type_v<L> || !(simd_ok<C, L>::value && ...) || !types_ok) return false;
+    if constexpr (!lane_type_v<L> || !((simd_ok<C, L>::value || converted_leaf_v<Op, C, L>) && ...) || !types_ok) return false;
     else return requires(const node_batch<C, L>&... b) { Op::simd(b...); };
   }();
 };

@@ -451,13 +451,14 @@ struct shifted_logsumexp_part : shifted_logsumexp {
     if constexpr (Max) return a.m;
     else return std::log(a.s);
   }
-  // The max half is a max; the log-sum half is lse(x) - max(x), so its derivative is softmax(x) less the max's.
+  // The halves appear only together, in (x - max) - log Σ exp(x - max) (ops/rewrite.hpp), each read with
+  // the same gradient, so only their sum lse(x) = max + log Σ must have its derivative, softmax(x).
+  // Taken whole by the log-sum half, and none by the max half: the max's share (the ties' g / count) and
+  // the log-sum's -max' cancel exactly, and computed apart they cost two row reductions and a compare of
+  // every element with the max (the decoder's logit gradient, [768, 114]).
   static auto vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) {
-    if constexpr (Max) return tie_share(x, y, g, ctx);
-    else {
-      const auto m = ctx.max_back(x);
-      return g * call<exp>(x - m - y) - tie_share(x, m, g, ctx);
-    }
+    if constexpr (Max) return no_gradient{};
+    else return g * call<exp>(x - ctx.max_back(x) - y);
   }
 };
 
