@@ -96,6 +96,34 @@ TEST_CASE("matmul: fused epilogue, expression operands, linear", "[matmul]") {
   CHECK(ok);
 }
 
+// An operand that is an elementwise expression read transposed (a weight gradient's gelu(a)ᵀ) is
+// computed in its leaves' layout and read transposed (plan/walk.hpp operand_leaf); with a broadcast
+// bias in the tree, as A and as B.
+TEST_CASE("matmul: transposed expression operands", "[matmul]") {
+  const auto a = random_tensor<float, shape<37, 21>>(12); // read as aᵀ [21, 37]
+  const auto bias = random_tensor<float, shape<21>>(13);  // broadcast along a's rows
+  const auto x = random_tensor<float, shape<37, 18>>(14);
+  const auto y = random_tensor<float, shape<18, 21>>(15);
+  Tensor<float, shape<21, 18>> c = matmul(transpose(relu(a + bias) * 2.0f), x); // as A
+  Tensor<float, shape<18, 37>> d = matmul(y, transpose(relu(a + bias) * 2.0f)); // as B
+  static_assert(plan_of<decltype(matmul(transpose(relu(a + bias)), x))>::buffers == 1);
+  const auto e = [&](index_t k, index_t i) { return 2 * std::max<ld>(ld(a(k, i)) + bias(i), 0); }; // (aᵀ)(i, k)
+  bool ok = true;
+  for (index_t i = 0; i < 21; ++i)
+    for (index_t j = 0; j < 18; ++j) {
+      ld s = 0, mag = 0;
+      for (index_t k = 0; k < 37; ++k) s += e(k, i) * x(k, j), mag += std::fabs(e(k, i) * x(k, j));
+      ok = ok && std::fabs(c(i, j) - s) <= dot_tol<float>(37) * mag + 1e-30;
+    }
+  for (index_t j = 0; j < 18; ++j)
+    for (index_t k = 0; k < 37; ++k) {
+      ld t = 0, mag = 0;
+      for (index_t i = 0; i < 21; ++i) t += ld(y(j, i)) * e(k, i), mag += std::fabs(ld(y(j, i)) * e(k, i));
+      ok = ok && std::fabs(d(j, k) - t) <= dot_tol<float>(21) * mag + 1e-30;
+    }
+  CHECK(ok);
+}
+
 TEST_CASE("matmul: integers and a matmul inside a larger expression", "[matmul]") {
   Tensor<int, shape<2, 3>> a{1, 2, 3, 4, 5, 6};
   Tensor<int, shape<3, 2>> b{7, 8, 9, 10, 11, 12};
