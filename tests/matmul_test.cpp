@@ -106,6 +106,8 @@ TEST_CASE("matmul: transposed expression operands", "[matmul]") {
   const auto y = random_tensor<float, shape<18, 21>>(15);
   Tensor<float, shape<21, 18>> c = matmul(transpose(relu(a + bias) * 2.0f), x); // as A
   Tensor<float, shape<18, 37>> d = matmul(y, transpose(relu(a + bias) * 2.0f)); // as B
+  // a reduction broadcast back in the tree (a norm's mean, a weight gradient's norm(x)ᵀ)
+  Tensor<float, shape<21, 18>> m = matmul(transpose(a - mean(a, axis<-1>, keepdims)), x);
   static_assert(plan_of<decltype(matmul(transpose(relu(a + bias)), x))>::buffers == 1);
   const auto e = [&](index_t k, index_t i) { return 2 * std::max<ld>(ld(a(k, i)) + bias(i), 0); }; // (aᵀ)(i, k)
   bool ok = true;
@@ -114,6 +116,14 @@ TEST_CASE("matmul: transposed expression operands", "[matmul]") {
       ld s = 0, mag = 0;
       for (index_t k = 0; k < 37; ++k) s += e(k, i) * x(k, j), mag += std::fabs(e(k, i) * x(k, j));
       ok = ok && std::fabs(c(i, j) - s) <= dot_tol<float>(37) * mag + 1e-30;
+      ld sm = 0, mm = 0;
+      for (index_t k = 0; k < 37; ++k) {
+        ld row = 0;
+        for (index_t q = 0; q < 21; ++q) row += a(k, q);
+        const ld centered = ld(a(k, i)) - row / 21;
+        sm += centered * x(k, j), mm += std::fabs(centered * x(k, j));
+      }
+      ok = ok && std::fabs(m(i, j) - sm) <= dot_tol<float>(37) * (mm + 1);
     }
   for (index_t j = 0; j < 18; ++j)
     for (index_t k = 0; k < 37; ++k) {

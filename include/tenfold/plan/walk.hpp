@@ -104,11 +104,12 @@ constexpr auto into_buffer(N&& n, B& be) {
   return buffer;
 }
 
-// How an elementwise tree over matrices reads its leaves: 0 not at all (scalars, broadcasts), 1 down
-// their columns (every leaf read with unit stride along the rows: a transposed matrix), 2 otherwise.
+// How an elementwise tree over matrices reads its leaves: 0 not at all (scalars, broadcasts, reductions
+// broadcast back: a norm's mean), 1 down their columns (every leaf read with unit stride along the
+// rows: a transposed matrix), 2 otherwise.
 template <class N>
 constexpr int matrix_reading() {
-  if constexpr (detail::is_scalar_node_v<N>) return 0;
+  if constexpr (detail::is_scalar_node_v<N> || is_reduce_view_v<N>) return 0;
   else if constexpr (detail::is_leaf_v<N>) {
     if constexpr (N::rank != 2) return 2;
     else if constexpr (N::strides[0] == 0 || N::strides[1] == 0) return 0;
