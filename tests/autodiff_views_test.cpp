@@ -232,6 +232,63 @@ TEST_CASE("concat: each operand's gradient is its slice of g", "[autodiff][views
   CHECK(worst_error(gb, want_b) == 0);
 }
 
+TEST_CASE("neighbouring slices: their zero pads are summed as one concat", "[autodiff][views][slice]") {
+  // The adjoints of slices side by side along one axis (q, k and v of a packed projection) are pads of
+  // zeros; plus joins them into a concat of the parts (padded where no slice read), not an add of pads.
+  const auto a = random_tensor<double, shape<2, 3>>(40);
+  const auto b = random_tensor<double, shape<2, 2>>(41);
+  auto joined = autodiff::plus(pad<0, 0, 1, 2>(a, 0), pad<0, 0, 4, 0>(b, 0)); // columns [1, 4) and [4, 6)
+  using J = decltype(joined);
+  STATIC_REQUIRE(detail::is_pad_node_v<J>);
+  STATIC_REQUIRE(detail::is_concat_node_v<typename J::child_type>);
+  const Tensor<double, shape<2, 6>> got = joined;
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 6; ++j) CHECK(got(i, j) == (j == 0 ? 0 : j < 4 ? a(i, j - 1) : b(i, j - 4)));
+  // three of them, in either order, cover the axis: one concat of three operands, no pad
+  const auto c0 = random_tensor<double, shape<2, 2>>(44), c1 = random_tensor<double, shape<2, 2>>(45),
+             c2 = random_tensor<double, shape<2, 2>>(46);
+  auto three = autodiff::plus(pad<0, 0, 4, 0>(c2, 0), autodiff::plus(pad<0, 0, 0, 4>(c0, 0), pad<0, 0, 2, 2>(c1, 0)));
+  using T3 = decltype(three);
+  STATIC_REQUIRE(detail::is_concat_node_v<T3>);
+  STATIC_REQUIRE(T3::bounds.size() == 4);
+  const Tensor<double, shape<2, 6>> got3 = three;
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 6; ++j) CHECK(got3(i, j) == (j < 2 ? c0(i, j) : j < 4 ? c1(i, j - 2) : c2(i, j - 4)));
+  // a pad at the end of a let (a gradient through a composite that binds its operand): the let kept
+  // around the concat
+  auto bound = autodiff::plus(let(exp(c0), [](const auto& e) { return pad<0, 0, 0, 2>(e * e, 0); }), pad<0, 0, 2, 0>(c1, 0));
+  using L = decltype(bound);
+  STATIC_REQUIRE(detail::is_let_node_v<L>);
+  STATIC_REQUIRE(detail::is_concat_node_v<typename L::body_node>);
+  const Tensor<double, shape<2, 4>> gotl = bound;
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 4; ++j)
+      CHECK(gotl(i, j) == Approx(j < 2 ? std::exp(2 * c0(i, j)) : c1(i, j - 2)).epsilon(1e-14));
+  // overlapping or apart: an add
+  STATIC_REQUIRE(!detail::is_pad_node_v<decltype(autodiff::plus(pad<0, 0, 0, 3>(b, 0), pad<0, 0, 1, 2>(b, 0)))>);
+  STATIC_REQUIRE(!detail::is_pad_node_v<decltype(autodiff::plus(pad<0, 0, 0, 4>(b, 0), pad<0, 0, 4, 0>(b, 0)))>);
+
+  // Through value_and_grad: the loss reads three column blocks of x [4, 9] (q, k, v of a packed
+  // projection); x's gradient is each block's own.
+  const auto x = random_tensor<double, shape<4, 9>>(42);
+  const auto r = random_tensor<double, shape<4, 3>>(43);
+  auto [l, dx] = value_and_grad(
+      [&](const auto& x_) {
+        const auto q = slice<whole, range<0, 3>>(x_);
+        const auto k = slice<whole, range<3, 6>>(x_);
+        const auto v = slice<whole, range<6, 9>>(x_);
+        return sum(exp(q) * r + k * k + v * r);
+      },
+      x);
+  const Tensor<double, shape<4, 9>> gx = dx;
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j) {
+      CHECK(gx(i, j) == Approx(double(std::exp(ld(x(i, j))) * r(i, j))).epsilon(1e-14));
+      CHECK(gx(i, j + 3) == 2 * x(i, j + 3));
+      CHECK(gx(i, j + 6) == r(i, j));
+    }
+}
+
 TEST_CASE("stack: each operand's gradient is its index along the new axis", "[autodiff][views][concat]") {
   const auto a = random_tensor<float, shape<4, 5>>(30);
   const auto b = random_tensor<float, shape<4, 5>>(31);

@@ -69,10 +69,101 @@ inline constexpr bool is_view_v<detail::view_node<M, C>> = true;
 
 // The gradient of a subtree that does not depend on the target.
 struct zero {};
+
+// Two pads that place their operands side by side along one axis, A's range ending where B's begins (the
+// adjoints of neighbouring slices: q, k and v of one packed projection). Their sum is a concat of the
+// operands, padded where neither reads: one copy of each part instead of a pass that adds three zero pads
+// per element.
+template <class A, class B>
+struct adjacent_pads {
+  static constexpr bool value = [] {
+    if constexpr (!detail::is_pad_node_v<A> || !detail::is_pad_node_v<B>) return false;
+    else if constexpr (!std::is_same_v<typename A::shape_type, typename B::shape_type>) return false;
+    else {
+      int axis = -1;
+      for (int i = 0; i < A::rank; ++i)
+        if (A::pads[2 * i] != 0 || A::pads[2 * i + 1] != 0 || B::pads[2 * i] != 0 || B::pads[2 * i + 1] != 0) {
+          if (axis >= 0) return false;
+          axis = i;
+        }
+      return axis >= 0 && A::pads[2 * axis] + A::input_shape::dims[axis] == B::pads[2 * axis];
+    }
+  }();
+  static constexpr int axis = [] {
+    if constexpr (value)
+      for (int i = 0; i < A::rank; ++i)
+        if (A::pads[2 * i] != 0 || A::pads[2 * i + 1] != 0 || B::pads[2 * i] != 0 || B::pads[2 * i + 1] != 0) return i;
+    return 0;
+  }();
+};
+
+// concat<Axis>(x, y), an operand that is itself a concat along Axis spliced in (so that a sum of three
+// neighbouring pads is one concat of three parts).
+template <int Axis, class X>
+auto concat_parts(const X& x) {
+  if constexpr (detail::is_concat_node_v<X>) {
+    if constexpr (X::axis == Axis) return x.args;
+    else return detail::tuple<X>{x};
+  } else return detail::tuple<X>{x};
+}
+template <int Axis, class X, class Y>
+auto concat_flat(const X& x, const Y& y) {
+  return [&]<class... P, class... Q>(const detail::tuple<P...>& px, const detail::tuple<Q...>& py) {
+    return [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+      return concat<Axis>(detail::get<I>(px)..., detail::get<J>(py)...);
+    }(std::index_sequence_for<P...>{}, std::index_sequence_for<Q...>{});
+  }(concat_parts<Axis>(x), concat_parts<Axis>(y));
+}
+
+// a + b for pads side by side: a gradient is linear in the loss's gradient, so every pad at the top of
+// one is a view's adjoint and pads with zeros (checked).
+template <class A, class B>
+auto merge_pads(const A& a, const B& b) {
+  constexpr int ax = adjacent_pads<A, B>::axis;
+  if (a.value != 0 || b.value != 0) throw error("tenfold::value_and_grad: a gradient's pad with a value other than zero (internal)");
+  auto parts = concat_flat<ax>(a.arg, b.arg);
+  constexpr index_t before = A::pads[2 * ax], after = B::pads[2 * ax + 1];
+  if constexpr (before == 0 && after == 0) return parts;
+  else
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return pad<(I == std::size_t(2 * ax) ? before : I == std::size_t(2 * ax + 1) ? after : 0)...>(std::move(parts), 0);
+    }(std::make_index_sequence<std::size_t(2 * A::rank)>{});
+}
+
+// The pad at the end of a chain of lets (a gradient taken through a composite that binds its operand
+// ends in one), void where there is none; under_lets(x, f): f of that pad, inside the same lets.
+template <class X>
+struct pad_inside {
+  using type = void;
+};
+template <class C, auto P>
+struct pad_inside<detail::pad_node<C, P>> {
+  using type = detail::pad_node<C, P>;
+};
+template <class Tag, class V, class Body>
+struct pad_inside<detail::let_node<Tag, V, Body>> : pad_inside<Body> {};
+template <class X, class F>
+auto under_lets(const X& x, const F& f) {
+  if constexpr (detail::is_let_node_v<X>) {
+    auto body = detail::as_node(under_lets(x.body, f));
+    return detail::let_node<typename X::tag_type, typename X::value_node, decltype(body)>{{}, x.value, std::move(body)};
+  } else return f(x);
+}
+template <class A, class B>
+auto merge_pads_under_lets(const A& a, const B& b) {
+  return under_lets(a, [&](const auto& pa) { return under_lets(b, [&](const auto& pb) { return merge_pads(pa, pb); }); });
+}
+
 template <class A, class B>
 auto plus(A&& a, B&& b) {
-  if constexpr (std::is_same_v<std::remove_cvref_t<A>, zero>) return std::forward<B>(b);
-  else if constexpr (std::is_same_v<std::remove_cvref_t<B>, zero>) return std::forward<A>(a);
+  using RA = std::remove_cvref_t<A>;
+  using RB = std::remove_cvref_t<B>;
+  using PA = typename pad_inside<RA>::type;
+  using PB = typename pad_inside<RB>::type;
+  if constexpr (std::is_same_v<RA, zero>) return std::forward<B>(b);
+  else if constexpr (std::is_same_v<RB, zero>) return std::forward<A>(a);
+  else if constexpr (adjacent_pads<PA, PB>::value) return merge_pads_under_lets(a, b);
+  else if constexpr (adjacent_pads<PB, PA>::value) return merge_pads_under_lets(b, a);
   else return std::forward<A>(a) + std::forward<B>(b);
 }
 
