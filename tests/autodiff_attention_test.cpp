@@ -273,6 +273,56 @@ TEST_CASE("attention: gradients over many tiles, odd sizes", "[autodiff][attenti
   SECTION("causal, 130 queries, 130 keys, double") { check_tiled<double, true, 130, 130, 16, 8>(1e-12); }
 }
 
+namespace {
+// q, k, v [4, 4, S, D] (16 batch elements, v as wide as q and k): the three gradients come from one node,
+// attention_grad_node<all> (cpu/attention_backward.hpp: run_attention_grad_all), against `analytic`.
+template <class T, bool Causal, index_t Sq, index_t Sk, index_t D>
+void check_together(double tol) {
+  using SQ = shape<4, 4, Sq, D>;
+  using SK = shape<4, 4, Sk, D>;
+  const auto q = random_tensor<T, SQ>(41, 2), k = random_tensor<T, SK>(42, 2);
+  const auto v = random_tensor<T, SK>(43);
+  const auto r = random_tensor<T, SQ>(44);
+  auto [loss, dq, dk, dv] = value_and_grad(
+      [&](const auto& q_, const auto& k_, const auto& v_) {
+        if constexpr (Causal) return sum(attention(q_, k_, v_, causal) * r);
+        else return sum(attention(q_, k_, v_) * r);
+      },
+      q, k, v);
+  using A = std::remove_cvref_t<decltype(attention(detail::as_node(q), detail::as_node(k), detail::as_node(v)))>;
+  STATIC_REQUIRE(autodiff::attention_grad_together<A>);
+  Tensor<T, SQ> gq = dq;
+  Tensor<T, SK> gk = dk;
+  Tensor<T, SK> gv = dv;
+  const auto want = analytic(reference{16, Sq, Sk, D, D, Causal}, as_ld(q), as_ld(k), as_ld(v), as_ld(r));
+  CHECK(worst_error(gq, want[0]) < tol);
+  CHECK(worst_error(gk, want[1]) < tol);
+  CHECK(worst_error(gv, want[2]) < tol);
+
+  // The node's at() (the reference path, for element types without a kernel) gives the same rows.
+  using G = detail::attention_grad_node<detail::attention_part::all, Causal, detail::node_t<const Tensor<T, SQ>&>,
+                                        detail::node_t<const Tensor<T, SK>&>, detail::node_t<const Tensor<T, SK>&>,
+                                        detail::node_t<const Tensor<T, SQ>&>>;
+  const G node{{}, {detail::as_node(q), detail::as_node(k), detail::as_node(v), detail::as_node(r)}, 1 / std::sqrt(double(D))};
+  for (index_t b : {index_t(0), index_t(15)})
+    for (index_t row : {index_t(0), Sq - 1, Sq, Sq + Sk - 1, Sq + Sk, Sq + 2 * Sk - 1})
+      for (index_t c : {index_t(0), D - 1}) {
+        const index_t out[4] = {b / 4, b % 4, row, c};
+        const auto& part = want[std::size_t(row < Sq ? 0 : row < Sq + Sk ? 1 : 2)];
+        const index_t i = row < Sq ? row : row < Sq + Sk ? row - Sq : row - Sq - Sk, n = row < Sq ? Sq : Sk;
+        CHECK(std::fabs(ld(node.at(out)) - part[std::size_t((b * n + i) * D + c)]) < tol);
+      }
+}
+} // namespace
+
+TEST_CASE("attention: the three gradients from one node, v as wide as q and k", "[autodiff][attention]") {
+  SECTION("plain, 37 queries, 53 keys, double") { check_together<double, false, 37, 53, 19>(1e-12); }
+  SECTION("causal, 64 queries and keys, head 32, float (the decoder's)") { check_together<float, true, 64, 64, 32>(2e-5); }
+  SECTION("causal, 45 queries, 70 keys (bottom-right), double") { check_together<double, true, 45, 70, 16>(1e-12); }
+  SECTION("causal, 130 queries and keys, head 8, double") { check_together<double, true, 130, 130, 8>(1e-12); }
+  SECTION("plain, 3 queries, 1 key, head 2, double") { check_together<double, false, 3, 1, 2>(1e-12); }
+}
+
 TEST_CASE("attention's backward pass holds no score matrix", "[autodiff][attention]") {
   // 1024 queries and keys, 4 heads: the scores of one head alone would take 4 MiB.
   using S = shape<4, 1024, 64>;

@@ -159,4 +159,8 @@ TEST_CASE("attention's gradients on the device match the CPU", "[attention][grad
   // 33280 query and key rows: a thread per row (attention_splits 1) for the stats, dq, dk and dv.
   SECTION("causal, 64 x 520 queries over 530 keys") { check_attention_gradients<true, 64, 520, 530, 16, 8>(49); }
   SECTION("heads too wide for the registers: a thread per output") { check_attention_gradients<false, 1, 9, 12, 160, 8>(57); }
+  // v as wide as q and k over 16 batch elements: one node for the three (attention_grad_node<all>),
+  // its stats in a stream buffer, the three kernels into its rows
+  SECTION("the three in one node, causal, 16 x 64 queries and keys, D = Dv = 32") { check_attention_gradients<true, 16, 64, 64, 32, 32>(61); }
+  SECTION("the three in one node, heads too wide for the registers") { check_attention_gradients<false, 16, 9, 12, 80, 80>(65); }
 }

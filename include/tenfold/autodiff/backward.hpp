@@ -345,22 +345,56 @@ auto concat_gradient(const N& n, const G& g, std::index_sequence<K...>) {
 // ---- attention ---------------------------------------------------------------------------------------------
 // Attention n's contribution given g, q, k and v read from memory (gb, qb, kb, vb): the stats of the
 // backward pass bound once, then the gradient of each operand the target depends on, taken on through
-// the operand's own expression.
+// the operand's own expression. Where v is as wide as q and k and there are batch elements enough to
+// share out (a task each), the three come from one node instead, attention_grad_node<all>, bound once
+// (each a slice of its rows): it computes the scores once for all three.
+template <class N>
+inline constexpr bool attention_grad_together =
+    N::D == N::Dv && N::D >= 2 && detail::product(N::shape_type::dims, 0, N::rank - 2) >= 16;
+
+// The rows [R0, R1) of x along its second-to-last axis.
+template <index_t R0, index_t R1, class X>
+auto rows_of(const X& x) {
+  using S = typename X::shape_type;
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return slice<std::conditional_t<int(I) == S::rank - 2, range<R0, R1>, whole>...>(x);
+  }(std::make_index_sequence<std::size_t(S::rank)>{});
+}
+
+template <class Target, class N, class GB, class QB, class KB, class VB>
+auto attention_gradient_together(const N& n, const GB& gb, const QB& qb, const KB& kb, const VB& vb) {
+  using detail::attention_part;
+  auto all = detail::attention_grad_node<attention_part::all, N::causal, QB, KB, VB, GB>{{}, {qb, kb, vb, gb}, n.scale};
+  return let(std::move(all), [n](const auto& f) {
+    constexpr index_t Sq = N::Sq, Sk = N::Sk;
+    const auto through = [&]<std::size_t I>(const auto& part) {
+      const auto& operand = detail::get<I>(n.args);
+      if constexpr (!depends<Target, std::remove_cvref_t<decltype(operand)>>()) return zero{};
+      else return gradient<Target>(operand, part);
+    };
+    return plus_all(through.template operator()<0>(rows_of<0, Sq>(f)), through.template operator()<1>(rows_of<Sq, Sq + Sk>(f)),
+                    through.template operator()<2>(rows_of<Sq + Sk, Sq + 2 * Sk>(f)));
+  });
+}
+
 template <class Target, class N, class GB, class QB, class KB, class VB>
 auto attention_gradient(const N& n, const GB& gb, const QB& qb, const KB& kb, const VB& vb) {
   using detail::attention_part;
   using detail::attention_grad_node;
-  auto stats = attention_grad_node<attention_part::stats, N::causal, QB, KB, VB, GB>{{}, {qb, kb, vb, gb}, n.scale};
-  return let(std::move(stats), [n, gb, qb, kb, vb](const auto& st) {
-    using ST = std::remove_cvref_t<decltype(st)>;
-    const auto through = [&]<attention_part P, std::size_t I>() {
-      const auto& operand = detail::get<I>(n.args);
-      if constexpr (!depends<Target, std::remove_cvref_t<decltype(operand)>>()) return zero{};
-      else return gradient<Target>(operand, attention_grad_node<P, N::causal, QB, KB, VB, GB, ST>{{}, {qb, kb, vb, gb, st}, n.scale});
-    };
-    return plus_all(through.template operator()<attention_part::dq, 0>(), through.template operator()<attention_part::dk, 1>(),
-                    through.template operator()<attention_part::dv, 2>());
-  });
+  if constexpr (attention_grad_together<N>) return attention_gradient_together<Target>(n, gb, qb, kb, vb);
+  else {
+    auto stats = attention_grad_node<attention_part::stats, N::causal, QB, KB, VB, GB>{{}, {qb, kb, vb, gb}, n.scale};
+    return let(std::move(stats), [n, gb, qb, kb, vb](const auto& st) {
+      using ST = std::remove_cvref_t<decltype(st)>;
+      const auto through = [&]<attention_part P, std::size_t I>() {
+        const auto& operand = detail::get<I>(n.args);
+        if constexpr (!depends<Target, std::remove_cvref_t<decltype(operand)>>()) return zero{};
+        else return gradient<Target>(operand, attention_grad_node<P, N::causal, QB, KB, VB, GB, ST>{{}, {qb, kb, vb, gb, st}, n.scale});
+      };
+      return plus_all(through.template operator()<attention_part::dq, 0>(), through.template operator()<attention_part::dk, 1>(),
+                      through.template operator()<attention_part::dv, 2>());
+    });
+  }
 }
 
 template <class Target, class N, class G>

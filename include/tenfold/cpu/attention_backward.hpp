@@ -8,6 +8,10 @@
 //  - dk, dv: per block of key rows, over the query blocks, the transposed products: Sᵀ = s K Qᵀ,
 //    Pᵀ = exp(Sᵀ - lse) (lse along the row), dV += Pᵀ G; dPᵀ = V Gᵀ, dSᵀ = Pᵀ ∘ (dPᵀ - δ),
 //    dK += dSᵀ Q; then dK·s.
+//  - all three together (where v is as wide as q and k), per batch element: for each block of query
+//    rows S and dP over every key its rows see, kept (Br x Sk), the softmax and δ = Σ_j P_ij dP_ij
+//    from them, dS in place; dQ = dS K, and dK += dSᵀ Q, dV += Pᵀ G over the block's keys. Five
+//    products a block and one exp per score, against the separate kernels' ten and four.
 // Each output block is one task's, summed in a fixed order: results do not depend on the thread count.
 // The right-hand operands are packed per thread and batch element in NR-wide panels, as the forward
 // packs Kᵀ and V, and every product runs on the forward's micro-kernel (attention_tile).
@@ -27,6 +31,7 @@ class attention_grad_workspace {
   scratch_buffer<T, tag<1>> stats;      // lse and δ of its query rows (dk, dv)
   scratch_buffer<T, tag<2>> a1, a2;     // the task's own rows, as the left-hand operands
   scratch_buffer<T, tag<3>> s, dp, acc; // a block of scores, of dP, and the output block
+  scratch_buffer<T, tag<4>> b4, b5, dk, dv, pt, dst; // all: Q and G packed, dK and dV, Pᵀ and dSᵀ
   // What the packed buffers hold: the evaluation and the operands' addresses (a batch axis broadcast
   // with stride 0 repeats one operand's address, not the others').
   std::uint64_t call = 0;
@@ -38,7 +43,8 @@ class attention_grad_workspace {
   }
   void grow_to_largest() {
     b1.grow_to_largest(), b2.grow_to_largest(), b3.grow_to_largest(), stats.grow_to_largest(), a1.grow_to_largest(),
-        a2.grow_to_largest(), s.grow_to_largest(), dp.grow_to_largest(), acc.grow_to_largest();
+        a2.grow_to_largest(), s.grow_to_largest(), dp.grow_to_largest(), acc.grow_to_largest(), b4.grow_to_largest(),
+        b5.grow_to_largest(), dk.grow_to_largest(), dv.grow_to_largest(), pt.grow_to_largest(), dst.grow_to_largest();
   }
 };
 
@@ -272,6 +278,113 @@ void run_attention_dkv(const Dst& dst, const N& n) {
   });
 }
 
+// A query row's scores s[0, n) into P = softmax(s) (in s) and its dP, dp[0, n), into dS = P (dP - δ) with
+// δ = Σ_j P_j dP_j (in dp); both zero in [n, end). n >= 1; the row has room for whole vectors to end.
+template <class T>
+void softmax_backward_row(T* s, T* dp, index_t n, index_t end) {
+  using B = batch<T>;
+  constexpr index_t W = lanes<T>;
+  const index_t nv = round_up(n, W), full = n - n % W;
+  if (full < nv) { // the lanes past n: a score of -inf (P = 0) and a dP of 0
+    const auto keep = lane_indices<T>() < B(T(n - full));
+    xsimd::select(keep, B::load_unaligned(s + full), B(-std::numeric_limits<T>::infinity())).store_unaligned(s + full);
+    xsimd::select(keep, B::load_unaligned(dp + full), B(T(0))).store_unaligned(dp + full);
+  }
+  B mx(-std::numeric_limits<T>::infinity());
+  for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
+  const B m(lanes_max(mx));
+  B sum(T(0));
+  for (index_t j = 0; j < nv; j += W) {
+    const B p = ops::exp::simd(B::load_unaligned(s + j) - m);
+    sum += p;
+    p.store_unaligned(s + j);
+  }
+  const B inv(T(1) / xsimd::hadd(sum));
+  B dsum(T(0));
+  for (index_t j = 0; j < nv; j += W) {
+    const B p = B::load_unaligned(s + j) * inv;
+    p.store_unaligned(s + j);
+    dsum = xsimd::fma(p, B::load_unaligned(dp + j), dsum);
+  }
+  const B delta(xsimd::hadd(dsum));
+  for (index_t j = 0; j < nv; j += W) (B::load_unaligned(s + j) * (B::load_unaligned(dp + j) - delta)).store_unaligned(dp + j);
+  for (index_t j = nv; j < end; j += W) B(T(0)).store_unaligned(s + j), B(T(0)).store_unaligned(dp + j);
+}
+
+// dq, dk and dv into rows [0, Sq), [Sq, Sq + Sk) and [Sq + Sk, Sq + 2 Sk) of dst, a task per batch element.
+template <class Dst, class N>
+void run_attention_grad_all(const Dst& dst, const N& n) {
+  using T = compute_t<typename N::value_type>;
+  constexpr int R = N::rank;
+  using Bk = attention_blocking<T>;
+  constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, W = Bk::W;
+  constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D;
+  constexpr index_t ldk = round_up(Sk, NR), ldd = round_up(D, NR), lda = ldd + W, lds = ldk + W;
+  constexpr index_t batches = detail::product(N::shape_type::dims, 0, R - 2);
+  const auto& tiles = attention_tiles<T>;
+  const T scale = static_cast<T>(n.scale);
+  run_attention_tasks(batches, 10.0 * Sq * Sk * D * batches, [&](index_t t) {
+    auto& ws = attention_grad_workspace<T>::local();
+    std::array<index_t, R + 1> idx{};
+    detail::unravel<shape_from<prefix_dims<typename N::shape_type, R - 2>()>>(t, idx.data());
+    const auto qm = batch_matrix<typename N::q_type, R>(detail::get<0>(n.args), idx.data());
+    const auto km = batch_matrix<typename N::k_type, R>(detail::get<1>(n.args), idx.data());
+    const auto vm = batch_matrix<typename N::v_type, R>(detail::get<2>(n.args), idx.data());
+    const auto gm = batch_matrix<typename N::g_type, R>(detail::get<3>(n.args), idx.data());
+    // Kᵀ and Vᵀ (keys [c, c + NR) at kt + c·D), K (columns [d, d + NR) at kp + d·Sk), Q and G (at qp + d·Sq)
+    T* kt = ws.b1.get(D * ldk);
+    T* vt = ws.b2.get(D * ldk);
+    T* kp = ws.b3.get(Sk * ldd);
+    T* qp = ws.b4.get(Sq * ldd);
+    T* gp = ws.b5.get(Sq * ldd);
+    pack_b<T>(transposed(km), 0, D, 0, Sk, kt);
+    pack_b<T>(transposed(vm), 0, D, 0, Sk, vt);
+    pack_b<T>(km, 0, Sk, 0, D, kp);
+    pack_b<T>(qm, 0, Sq, 0, D, qp);
+    pack_b<T>(gm, 0, Sq, 0, D, gp);
+    T* qs = ws.a1.get(Br * D);
+    T* gs = ws.a2.get(Br * D);
+    T* s = ws.s.get(Br * lds);
+    T* dp = ws.dp.get(Br * lds);
+    T* acc = ws.acc.get(Br * lda);
+    T* dk = ws.dk.get(Sk * lda);
+    T* dv = ws.dv.get(Sk * lda);
+    T* pt = ws.pt.get(ldk * Br);
+    T* dst_t = ws.dst.get(ldk * Br);
+    std::fill_n(dk, Sk * lda, T(0));
+    std::fill_n(dv, Sk * lda, T(0));
+    for (index_t i0 = 0; i0 < Sq; i0 += Br) {
+      const index_t br = std::min(Br, Sq - i0), kend = n.visible(i0 + br - 1); // (the block's last row sees the most keys)
+      load_rows(qm, i0, br, D, scale, qs);
+      load_rows(gm, i0, br, D, T(1), gs);
+      for (index_t r0 = 0; r0 < br; r0 += MR) {
+        const index_t rows = std::min(MR, br - r0), kr = n.visible(i0 + r0 + rows - 1);
+        for (index_t p = 0; p < kr; p += NR) {
+          tiles[rows - 1](qs + r0 * D, D, kt + p * D, NR, D, s + r0 * lds + p, lds, false);
+          tiles[rows - 1](gs + r0 * D, D, vt + p * D, NR, D, dp + r0 * lds + p, lds, false);
+        }
+      }
+      for (index_t r = 0; r < br; ++r) softmax_backward_row(s + r * lds, dp + r * lds, n.visible(i0 + r), round_up(kend, W));
+      for (index_t r0 = 0; r0 < br; r0 += MR) {
+        const index_t rows = std::min(MR, br - r0);
+        for (index_t p = 0; p < ldd; p += NR) tiles[rows - 1](dp + r0 * lds, lds, kp + p * Sk, NR, kend, acc + r0 * lda + p, lda, false);
+      }
+      store_block(dst, idx, i0, br, D, acc, lda, scale);
+      for (index_t j = 0; j < kend; ++j)
+        for (index_t r = 0; r < br; ++r) pt[j * Br + r] = s[r * lds + j], dst_t[j * Br + r] = dp[r * lds + j];
+      for (index_t j0 = 0; j0 < kend; j0 += MR) {
+        const index_t rows = std::min(MR, kend - j0);
+        for (index_t p = 0; p < ldd; p += NR) {
+          tiles[rows - 1](dst_t + j0 * Br, Br, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
+          tiles[rows - 1](pt + j0 * Br, Br, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
+        }
+      }
+    }
+    store_block(dst, idx, Sq, Sk, D, dk, lda, scale);
+    store_block(dst, idx, Sq + Sk, Sk, D, dv, lda, T(1));
+  });
+}
+
 // dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
 template <class Dst, class N>
 void run_attention_grad(const Dst& dst, const N& n) {
@@ -283,6 +396,8 @@ void run_attention_grad(const Dst& dst, const N& n) {
       detail::unravel<S>(t, idx.data());
       dst.data()[Dst::offset_of(idx.data())] = static_cast<typename Dst::value_type>(n.at(idx.data()));
     }
+  } else if constexpr (N::part == detail::attention_part::all) {
+    run_attention_grad_all(dst, n);
   } else if constexpr (N::part == detail::attention_part::stats) {
     run_attention_stats(dst, n);
   } else if constexpr (N::part == detail::attention_part::dq) {

@@ -213,8 +213,58 @@ __device__ void attention_grad_body::run(const Dst& dst, const N& n) {
 }
 
 template <class Dst, class N>
-void run_attention_grad(const Dst& dst, const N& n, stream_ref s) {
+void run_attention_grad_part(const Dst& dst, const N& n, stream_ref s) {
   launch_attention<attention_grad_body, fast_attention_grad<N>(), attention_rows<typename N::shape_type>>(dst, n, s,
                                                                                                         "tenfold::cuda attention backward kernel");
+}
+
+// dst's rows [R0, R0 + Rows) and columns [0, Cols) of every batch element: a leaf on dst's memory.
+template <class E, index_t R0, index_t Rows, index_t Cols, class Dst>
+auto rows_leaf(const Dst& dst) {
+  constexpr int R = Dst::rank;
+  constexpr auto dims = [] {
+    auto d = Dst::shape_type::dims;
+    d[R - 2] = Rows, d[R - 1] = Cols;
+    return d;
+  }();
+  return tenfold::detail::leaf<E, shape_from<dims>, tenfold::detail::canon(Dst::strides), Dst::offset + R0 * Dst::strides[R - 2],
+                               typename Dst::holder_type>{{}, dst.holder};
+}
+
+// attention_grad_node<all> (dq, dk and dv in one node's rows, core/attention_grad_node.hpp) as the
+// separate kernels: the stats into a buffer of the stream's (contiguous [..., Sq, 2]), then dk, dv and
+// dq, each reading them, into their rows of dst.
+template <class Dst, class N>
+void run_attention_grad_all(const Dst& dst, const N& n, stream_ref s) {
+  using enum tenfold::detail::attention_part;
+  using tenfold::detail::attention_grad_node;
+  using E = typename Dst::element_type;
+  using V = typename N::value_type;
+  constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D;
+  using CQ = typename N::q_type;
+  using CK = typename N::k_type;
+  using CV = typename N::v_type;
+  using CG = typename N::g_type;
+  const auto& a = n.args;
+  const auto& q = tenfold::detail::get<0>(a);
+  const auto& k = tenfold::detail::get<1>(a);
+  const auto& v = tenfold::detail::get<2>(a);
+  const auto& g = tenfold::detail::get<3>(a);
+  using Stats = attention_grad_node<stats, N::causal, CQ, CK, CV, CG>;
+  using SS = typename Stats::shape_type;
+  const stream_buffer buffer(std::size_t(SS::size) * sizeof(V), s);
+  run_attention_grad_part(device_leaf<V, SS>{{}, {reinterpret_cast<V*>(buffer.data())}}, Stats{{}, {q, k, v, g}, n.scale}, s);
+  const device_leaf<const V, SS> st{{}, {reinterpret_cast<const V*>(buffer.data())}};
+  using ST = std::remove_cvref_t<decltype(st)>;
+  run_attention_grad_part(rows_leaf<E, Sq, Sk, D>(dst), attention_grad_node<dk, N::causal, CQ, CK, CV, CG, ST>{{}, {q, k, v, g, st}, n.scale}, s);
+  run_attention_grad_part(rows_leaf<E, Sq + Sk, Sk, D>(dst),
+                          attention_grad_node<dv, N::causal, CQ, CK, CV, CG, ST>{{}, {q, k, v, g, st}, n.scale}, s);
+  run_attention_grad_part(rows_leaf<E, 0, Sq, D>(dst), attention_grad_node<dq, N::causal, CQ, CK, CV, CG, ST>{{}, {q, k, v, g, st}, n.scale}, s);
+}
+
+template <class Dst, class N>
+void run_attention_grad(const Dst& dst, const N& n, stream_ref s) {
+  if constexpr (N::part == tenfold::detail::attention_part::all) run_attention_grad_all(dst, n, s);
+  else run_attention_grad_part(dst, n, s);
 }
 } // namespace tenfold::cuda::detail

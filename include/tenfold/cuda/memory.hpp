@@ -79,6 +79,26 @@ class device_buffer {
 };
 
 // Page-locked host memory: the source or target of truly asynchronous copies.
+// Bytes of device memory for work queued on one stream, from the device's stream-ordered pool
+// (cudaMallocAsync): the stream's later work may use it, and it goes back to the pool in stream order when
+// this goes out of scope (after the work queued before then). Capturable into a CUDA graph.
+class stream_buffer {
+ public:
+  stream_buffer(std::size_t bytes, stream_ref s) : stream_(s.handle) {
+    if (bytes) TENFOLD_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
+  }
+  stream_buffer(const stream_buffer&) = delete;
+  stream_buffer& operator=(const stream_buffer&) = delete;
+  ~stream_buffer() {
+    if (ptr_) (void)cudaFreeAsync(ptr_, stream_); // a destructor must not throw
+  }
+  std::byte* data() const noexcept { return static_cast<std::byte*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
 template <class T>
 class pinned_buffer {
  public:
