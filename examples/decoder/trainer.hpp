@@ -49,6 +49,7 @@ struct trainer {
   Tensor<float, shape<N, 3 * width>> qkv[layers];
   Tensor<float, shape<3, B, heads, T, head_dim>> h[layers]; // rotated q and k, and v (rotated_heads)
   Tensor<float, shape<N, hidden>> a[layers];
+  Tensor<float, shape<N, hidden>> act[layers]; // gelu(a): the down projection's weight gradient reads it
   // the gradients flowing back
   Tensor<float, shape<N, width>> gx, gx2, gy;
   Tensor<float, shape<N, 3 * width>> gqkv;
@@ -81,7 +82,8 @@ struct trainer {
       set(y[l], attend<B, T>(h[l]));
       set(x2[l], residual(x[l], y[l], b.proj));
       set(a[l], mlp_in(x2[l], b.ln2, b.up));
-      set(x[l + 1], mlp_out(x2[l], a[l], b.down));
+      set(act[l], gelu_tanh(a[l])); // (mlp_out(x2, a, down) with its activation kept)
+      set(x[l + 1], residual(x2[l], act[l], b.down));
     }
   }
   // The mean cross-entropy of the batch in ids / targets.
@@ -110,9 +112,9 @@ struct trainer {
     for (index_t l = layers - 1; l >= 0; --l) {
       const auto& b = p.blocks[l];
       auto& gb = g.blocks[l];
-      // x[l + 1] = x2 + gelu(a) down
-      auto [d_x2, d_a, d_down] = vjp(mlp_out, gx, x2[l], a[l], b.down);
-      set(ga, d_a), set(gb.down, d_down);
+      // x[l + 1] = x2 + gelu(a) down; down's gradient gelu(a)ᵀ gx from the kept activation, not gelu again
+      auto [d_x2, d_a] = vjp([&](const auto& x2_, const auto& a_) { return mlp_out(x2_, a_, b.down); }, gx, x2[l], a[l]);
+      set(ga, d_a), set(gb.down, matmul(transpose(act[l]), gx));
       // a = norm(x2) up
       auto [e_x2, e_ln2, e_up] = vjp(mlp_in, ga, x2[l], b.ln2, b.up);
       run_shared(statements(assign(gx2, d_x2 + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
