@@ -398,3 +398,25 @@ TEST_CASE("cumsum's and cumprod's gradients, with no zero, one zero and two zero
   scan_gradient_case<float>();
   scan_gradient_case<double>();
 }
+
+namespace {
+template <class N>
+struct is_let : std::bool_constant<detail::is_let_node_v<N>> {};
+} // namespace
+
+TEST_CASE("a let's gradient binds its value only where the gradient reads it", "[autodiff][let]") {
+  const auto x = random_tensor<double, shape<3, 4>>(70);
+  const auto r = random_tensor<double, shape<4, 3>>(71);
+  // The body is linear in the placeholder (a transpose, a scale): its gradient never reads the value.
+  auto [l0, d0] = value_and_grad([&](const auto& x_) { return sum(let(exp(x_), [&](const auto& e) { return transpose(e) * r * 3.0; })); }, x);
+  STATIC_REQUIRE(!detail::any_node<is_let, std::remove_cvref_t<decltype(d0)>>());
+  const Tensor<double, shape<3, 4>> g0 = d0;
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j) CHECK(g0(i, j) == Approx(3.0 * r(j, i) * std::exp(x(i, j))).epsilon(1e-14));
+  // Squared, it is read: the let stays, and the value is computed once for the gradient.
+  auto [l1, d1] = value_and_grad([&](const auto& x_) { return sum(let(exp(x_), [&](const auto& e) { return transpose(e * e) * r; })); }, x);
+  STATIC_REQUIRE(detail::any_node<is_let, std::remove_cvref_t<decltype(d1)>>());
+  const Tensor<double, shape<3, 4>> g1 = d1;
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j) CHECK(g1(i, j) == Approx(2.0 * r(j, i) * std::exp(2.0 * x(i, j))).epsilon(1e-13));
+}

@@ -510,6 +510,8 @@ auto gradient(const N& n, const G& g) {
     }();
     auto both = plus(std::move(through_body), std::move(through_value));
     if constexpr (std::is_same_v<decltype(both), zero>) return zero{};
+    // a gradient that does not read the value (the body is linear in it: a rotation, a slice) needs no let
+    else if constexpr (!depends<P, std::remove_cvref_t<decltype(detail::as_node(both))>>()) return both;
     else return detail::let_node<typename N::tag_type, typename N::value_node, decltype(detail::as_node(both))>{{}, n.value, detail::as_node(both)};
   } else {
     return no_adjoint_yet<N>{};
