@@ -618,10 +618,14 @@ struct gelu_tanh_slope : unary<gelu_tanh_slope> {
     const T t = std::tanh(c * (x + a * x * x * x));
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * (c + T(3) * a * c * x * x);
   }
+  // In lanes: with e = exp(-2u) and s = (1 + t) / 2 = 1 / (1 + e), 1 - s = e s and the slope is
+  // s (1 + 2 x u' e s): the table's exp and a division (xsimd's tanh takes both of its branches, each with
+  // a division), and no 1 - s to cancel where s is near 1. (-2u capped at 80: e stays finite, e s near 1,
+  // where the slope is below 1e-33.)
   template <class B> static B simd(const B& x) {
     const B c(0.79788456080286535588), a(0.044715);
-    const B t = xsimd::tanh(c * (x + a * x * x * x));
-    return B(0.5) * (B(1) + t) + B(0.5) * x * (B(1) - t * t) * (c + B(3) * a * c * x * x);
+    const B e = exp::simd(xsimd::min(B(-2) * c * (x + a * x * x * x), B(80))), s = B(1) / (B(1) + e);
+    return s * (B(1) + B(2) * x * (c + B(3) * a * c * x * x) * e * s);
   }
   static long double reference(long double x) {
     const long double c = std::sqrt(2 / 3.14159265358979323846264338327950288L), a = 0.044715L;
@@ -638,8 +642,10 @@ struct gelu_tanh : unary<gelu_tanh> {
   template <class T> TENFOLD_HD static T scalar(T x) {
     return T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
   }
+  // In lanes as x / (1 + exp(-2u)) (= x (1 + tanh u) / 2): the table's exp and a division, no cancellation
+  // in the left tail.
   template <class B> static B simd(const B& x) {
-    return B(0.5) * x * (B(1) + xsimd::tanh(B(0.79788456080286535588) * (x + B(0.044715) * x * x * x)));
+    return x / (B(1) + exp::simd(B(-1.59576912160573071176) * (x + B(0.044715) * x * x * x)));
   }
   static long double reference(long double x) {
     return 0.5L * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x)));
