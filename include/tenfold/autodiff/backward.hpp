@@ -76,24 +76,23 @@ struct zero {};
 // per element.
 template <class A, class B>
 struct adjacent_pads {
-  static constexpr bool value = [] {
-    if constexpr (!detail::is_pad_node_v<A> || !detail::is_pad_node_v<B>) return false;
-    else if constexpr (!std::is_same_v<typename A::shape_type, typename B::shape_type>) return false;
+  // the one axis either pads along (-1: none, or more than one)
+  static constexpr int axis = [] {
+    if constexpr (!detail::is_pad_node_v<A> || !detail::is_pad_node_v<B>) return -1;
+    else if constexpr (!std::is_same_v<typename A::shape_type, typename B::shape_type>) return -1;
     else {
-      int axis = -1;
+      int found = -1;
       for (int i = 0; i < A::rank; ++i)
         if (A::pads[2 * i] != 0 || A::pads[2 * i + 1] != 0 || B::pads[2 * i] != 0 || B::pads[2 * i + 1] != 0) {
-          if (axis >= 0) return false;
-          axis = i;
+          if (found >= 0) return -1;
+          found = i;
         }
-      return axis >= 0 && A::pads[2 * axis] + A::input_shape::dims[axis] == B::pads[2 * axis];
+      return found;
     }
   }();
-  static constexpr int axis = [] {
-    if constexpr (value)
-      for (int i = 0; i < A::rank; ++i)
-        if (A::pads[2 * i] != 0 || A::pads[2 * i + 1] != 0 || B::pads[2 * i] != 0 || B::pads[2 * i + 1] != 0) return i;
-    return 0;
+  static constexpr bool value = [] {
+    if constexpr (axis < 0) return false;
+    else return A::pads[2 * axis] + A::input_shape::dims[axis] == B::pads[2 * axis];
   }();
 };
 
