@@ -100,3 +100,49 @@ TEST_CASE("rope: the derivative is the rotation by -θ", "[rope][autodiff]") {
   for (index_t i = 0; i < index_t(y.size()); ++i) direct += y.data()[i] * w.data()[i];
   CHECK(v() == Approx(direct).epsilon(1e-14));
 }
+
+// The derivative as the decoder's trainer takes it: the gradient of the rotated heads [B, H, T, D] back
+// into q's layout [B, T, H, D] (heads permuted). The walk's nest reads the halves flipped, times
+// rotate_half's sign (an arange), reshaped back to [..., D] and permuted; it runs over [..., 2, D/2],
+// where those reshapes cancel (cpu/split_rows.hpp). Against R(-θ) g in long double, in the decoder's
+// shape (pool-sized) and in a small one with halves of 3 (no whole vector).
+TEST_CASE("rope: the derivative into a permuted layout, the nest over the halves", "[rope][autodiff]") {
+  auto check = [](auto& q, auto& g, auto& dq, auto T, auto D, double tol) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    constexpr index_t B = G::shape_type::dims[0], H = G::shape_type::dims[1];
+    const rope_tables<float, decltype(T)::value, decltype(D)::value> t;
+    auto [d] = vjp([&](const auto& q_) { return rope(permute<0, 2, 1, 3>(q_), t.cos, t.sin); }, g, q);
+    dq = d;
+    // dq permuted back to [B, H, T, D] is R(-θ) g
+    std::remove_cvref_t<decltype(g)> back = permute<0, 2, 1, 3>(dq);
+    CHECK(worst_rotation_error(g, back, B * H, decltype(T)::value, decltype(D)::value, -1) < tol);
+  };
+  {
+    static Tensor<float, shape<12, 64, 4, 32>> q, dq;
+    static Tensor<float, shape<12, 4, 64, 32>> g;
+    fill(q, 6), fill(g, 7);
+    check(q, g, dq, std::integral_constant<index_t, 64>{}, std::integral_constant<index_t, 32>{}, 4e-7);
+  }
+  {
+    Tensor<float, shape<2, 5, 3, 6>> q, dq;
+    Tensor<float, shape<2, 3, 5, 6>> g;
+    fill(q, 8), fill(g, 9);
+    check(q, g, dq, std::integral_constant<index_t, 5>{}, std::integral_constant<index_t, 6>{}, 4e-7);
+  }
+  // the nest's form written by hand: it takes the split, and each element is the index arithmetic's
+  Tensor<float, shape<3, 4, 20, 32>> x;
+  Tensor<float, shape<3, 20, 4, 32>> c, y;
+  fill(x, 10), fill(c, 11);
+  auto e = permute<0, 2, 1, 3>(reshape<3, 4, 20, 32>(flip<3>(reshape<3, 4, 20, 2, 16>(x)) * reshape<2, 1>(arange<float, 2>(-1, 2)))) + c;
+  STATIC_REQUIRE(cpu::split_rows_factor<decltype(detail::as_node(y)), decltype(e)>() == 16);
+  y = e;
+  int wrong = 0;
+  for (index_t b = 0; b < 3; ++b)
+    for (index_t t = 0; t < 20; ++t)
+      for (index_t h = 0; h < 4; ++h)
+        for (index_t i = 0; i < 32; ++i) {
+          const float sign = i < 16 ? -1.0f : 1.0f;
+          wrong += y(b, t, h, i) != x(b, h, t, i < 16 ? i + 16 : i - 16) * sign + c(b, t, h, i);
+        }
+  CHECK(wrong == 0);
+}

@@ -19,6 +19,7 @@
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/cpu/row_tee.hpp"
 #include "tenfold/cpu/scatter.hpp"
+#include "tenfold/cpu/split_rows.hpp"
 #include "tenfold/cpu/window_reduce.hpp"
 
 namespace tenfold {
@@ -192,6 +193,10 @@ void run_elementwise(const Dst& dst, const N& n) {
       }
     }
     run_active_rows<Kb, L, vec>(dst, n, rows, inner_b, [length](index_t o) { return detail::active_at<S, Kb>(o, length); });
+  } else if constexpr (constexpr index_t b = split_rows_factor<Dst, N>(); b > 0) {
+    // Reshapes of [..., n/b, b] back to [..., n] in the tree (RoPE's adjoint): the nest over [..., n/b, b],
+    // where they cancel (split_rows.hpp).
+    run_elementwise(split_last<b>(dst), split_last<b>(n));
   } else if constexpr (vec && R >= 3 && !has_transposed_leaf<N>() && col_stride_v<Dst> == 1 && detail::is_elementwise_tree<N>() &&
                        transposed_axis<N, lanes<L>>() >= 0) {
     // An operand contiguous along an earlier axis than the rows: that axis becomes the rows' (blocks.hpp).
