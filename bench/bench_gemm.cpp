@@ -5,7 +5,8 @@
 // Cases (f32, row-major, C = A B): square n = 4..2048; tall-skinny M = 1..16 with K = N = 4096 (the
 // inference case: a few tokens through a weight matrix); the same through a weight stored [N, K], plain
 // and prepacked (M = 16 and 64, "_wT" and "_wT-prepacked"); the products of examples/decoder's training
-// step (M, K, N of 128 to 768). Names are gemm/<impl>/<case>; each reports
+// step (M, K, N of 128 to 768), also with an operand stored transposed as its backward pass reads them
+// ("_aT", "_bT"). Names are gemm/<impl>/<case>; each reports
 // "flops" (2 M N K per iteration, as a rate: FLOP/s).
 //
 // Threads: tenfold's pool reads TENFOLD_NUM_THREADS once per process, so bench/run_gemm.sh runs this
@@ -99,6 +100,47 @@ void bm_eigen(benchmark::State& st) {
   Eigen::Map<Mat> c(o.c.data(), M, N);
   for (auto _ : st) {
     c.noalias() = a * b;
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+
+// The same products with an operand stored transposed, as a training step's backward pass reads them:
+// "_aT" C = Aᵀ B with A stored [K, M] (a weight's gradient xᵀ g over the tokens), "_bT" C = A Bᵀ with B
+// stored [N, K] (the input's gradient g wᵀ of x w). OpenBLAS runs the same with CblasTrans.
+template <index_t M, index_t K, index_t N, bool TA, bool TB>
+struct transposed_operands {
+  tf::Tensor<float, std::conditional_t<TA, tf::shape<K, M>, tf::shape<M, K>>> a;
+  tf::Tensor<float, std::conditional_t<TB, tf::shape<N, K>, tf::shape<K, N>>> b;
+  tf::Tensor<float, tf::shape<M, N>> c;
+  transposed_operands() { fill_uniform(a, 1), fill_uniform(b, 2); }
+  static transposed_operands& get() {
+    static transposed_operands o;
+    return o;
+  }
+};
+template <index_t M, index_t K, index_t N, bool TA, bool TB>
+void bm_tenfold_transposed(benchmark::State& st) {
+  auto& o = transposed_operands<M, K, N, TA, TB>::get();
+  let_openblas_workers_sleep();
+  auto op = [](const auto& t, auto flag) -> decltype(auto) {
+    if constexpr (decltype(flag)::value) return tf::transpose(t);
+    else return (t);
+  };
+  for (auto _ : st) {
+    o.c = tf::matmul(op(o.a, std::bool_constant<TA>{}), op(o.b, std::bool_constant<TB>{}));
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(st, 2.0 * M * N * K);
+}
+template <index_t M, index_t K, index_t N, bool TA, bool TB>
+void bm_openblas_transposed(benchmark::State& st) {
+  auto& o = transposed_operands<M, K, N, TA, TB>::get();
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, TA ? CblasTrans : CblasNoTrans, TB ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, o.a.data(),
+                TA ? M : K, o.b.data(), TB ? K : N, 0.0f, o.c.data(), N);
     benchmark::DoNotOptimize(o.c.data());
     benchmark::ClobberMemory();
   }
@@ -207,6 +249,16 @@ void add_case(const char* label, bool single) {
   if (single) reg("eigen", bm_eigen<M, K, N>);
 }
 
+template <index_t M, index_t K, index_t N, bool TA, bool TB>
+void add_transposed_case(const char* label, bool single) {
+  auto reg = [&](const char* impl, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark((std::string("gemm/") + impl + "/" + label).c_str(), fn);
+    if (!single) b->UseRealTime();
+  };
+  reg("tenfold", bm_tenfold_transposed<M, K, N, TA, TB>);
+  reg("openblas", bm_openblas_transposed<M, K, N, TA, TB>);
+}
+
 template <index_t... Ns>
 void add_layers(bool single) {
   auto reg = [&](std::string name, void (*fn)(benchmark::State&)) {
@@ -259,6 +311,13 @@ int main(int argc, char** argv) {
   add_case<768, 512, 128>("m768_k512_n128", single);
   add_case<128, 768, 384>("m128_k768_n384", single);
   add_case<512, 768, 128>("m512_k768_n128", single);
+  // and as the backward pass reads them: the weights' gradients xᵀ g, the inputs' g wᵀ
+  add_transposed_case<512, 768, 128, true, false>("m512_k768_n128_aT", single);
+  add_transposed_case<128, 768, 512, true, false>("m128_k768_n512_aT", single);
+  add_transposed_case<128, 768, 384, true, false>("m128_k768_n384_aT", single);
+  add_transposed_case<768, 512, 128, false, true>("m768_k512_n128_bT", single);
+  add_transposed_case<768, 128, 512, false, true>("m768_k128_n512_bT", single);
+  add_transposed_case<768, 384, 128, false, true>("m768_k384_n128_bT", single);
   benchmark::AddCustomContext("fma_peak", tenfold_bench::fma_peak_description());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
