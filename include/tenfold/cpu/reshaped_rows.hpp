@@ -8,9 +8,7 @@
 //
 // The shape handled: view_node<reshape_map, leaf> with the leaf's innermost stride 1, under any number of
 // affine views that keep the last axis as it is (a permute of the other axes, a slice of them), so that
-// consecutive elements of a row are consecutive elements of the reshape's output; and between the reshape
-// and the leaf, the same kind of views (RoPE's adjoint: its halves flipped, [..., 2, D/2] of a gradient,
-// reshaped back to [..., D]), so that a run of the reshape's input is a run of the leaf.
+// consecutive elements of a row are consecutive elements of the reshape's output.
 #include <array>
 
 #include "tenfold/core/view.hpp"
@@ -34,26 +32,16 @@ consteval bool keeps_last_axis() {
   }
 }
 
-// A leaf with a contiguous innermost axis, under any number of affine views that keep that axis (a flip,
-// a slice or a permute of the others): the source of a reshape read in runs.
-template <class C>
-consteval bool runs_of_leaf() {
-  if constexpr (detail::is_leaf_v<C>) {
-    if constexpr (C::rank > 0) return C::strides[C::rank - 1] == 1 && C::shape_type::dims[C::rank - 1] > 1;
-    else return false;
-  } else if constexpr (plan::is_view_node_v<C>) {
-    return keeps_last_axis<typename C::map_type>() && runs_of_leaf<typename C::child_type>();
-  } else return false;
-}
-
 template <class N>
 consteval bool reshaped_leaf() {
   if constexpr (!plan::is_view_node_v<N>) return false;
   else {
     using M = typename N::map_type;
     using C = typename N::child_type;
-    if constexpr (detail::is_reshape_map_v<M>) return runs_of_leaf<C>();
-    else return keeps_last_axis<M>() && reshaped_leaf<C>();
+    if constexpr (detail::is_reshape_map_v<M>) {
+      if constexpr (detail::is_leaf_v<C> && C::rank > 0) return C::strides[C::rank - 1] == 1 && C::shape_type::dims[C::rank - 1] > 1;
+      else return false;
+    } else return keeps_last_axis<M>() && reshaped_leaf<C>();
   }
 }
 
