@@ -36,9 +36,10 @@ inline constexpr auto norm = [](const auto& x, const auto& g) {
 // the first half pairing with i + D/2) with tenfold::rope_tables<float, T, head_dim> (base 10000).
 
 inline constexpr auto attention_in = [](const auto& x, const auto& g, const auto& w) { return matmul(norm(x, g), w); };
-// Part I of qkv [B * T, 3 * width] (0: q, 1: k, 2: v) as heads [B, heads, T, head_dim].
+// Part I of qkv [B * T, 3 * width] (0: q, 1: k, 2: v) as heads [B, heads, T, head_dim] (of a writable qkv
+// a writable view: the trainer's gradients of the heads are written into gqkv through it).
 template <index_t I, index_t B, index_t T>
-auto head(const auto& qkv) {
+auto head(auto& qkv) {
   auto parts = reshape<B, T, 3, heads, head_dim>(qkv);
   return permute<0, 2, 1, 3>(reshape<B, T, heads, head_dim>(slice<whole, whole, range<I, I + 1>, whole, whole>(parts)));
 }
