@@ -58,8 +58,10 @@ auto merge_heads(const auto& o) {
 // is. The trainer keeps them per layer: attention's backward pass then reads rotated q and k from memory,
 // its gradients with respect to all three are one expression (dq, dk and dv once each, their
 // statistics once), and that gradient, a tensor, goes back through rope, whose adjoint reads it twice.
-// (The trainer writes the three parts one by one into slices of its tensor, which is what assigning the
-// stack does too: cpu::run_concat.)
+// (The trainer runs this stage part by part both ways: forward writes the three parts one by one into
+// slices of its tensor, which is what assigning the stack does too, cpu::run_concat; backward writes
+// each part's gradient into its columns of qkv's gradient, where the vjp of the stack as a whole would
+// compute them into buffers and copy them there.)
 template <index_t B, index_t T>
 auto rotated_heads(const auto& qkv, const auto& cos, const auto& sin) {
   return stack<0>(rotated_head<0, B, T>(qkv, cos, sin), rotated_head<1, B, T>(qkv, cos, sin), head<2, B, T>(qkv));
