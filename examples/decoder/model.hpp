@@ -39,7 +39,7 @@ inline constexpr auto attention_in = [](const auto& x, const auto& g, const auto
 // Part I of qkv [B * T, 3 * width] (0: q, 1: k, 2: v) as heads [B, heads, T, head_dim] (of a writable qkv
 // a writable view: the trainer's gradients of the heads are written into gqkv through it).
 template <index_t I, index_t B, index_t T>
-auto head(auto& qkv) {
+auto head(auto&& qkv) {
   auto parts = reshape<B, T, 3, heads, head_dim>(qkv);
   return permute<0, 2, 1, 3>(reshape<B, T, heads, head_dim>(slice<whole, whole, range<I, I + 1>, whole, whole>(parts)));
 }
