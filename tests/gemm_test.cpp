@@ -154,6 +154,39 @@ TEST_CASE("gemm: configurations the tuner may choose (blocking, k slices, split 
   check_shape<float>(20, 10, 40, gemm_config{.kc = 0, .mc_panels = 0, .nc_panels = 1000, .kc_in_place = 0});
 }
 
+// A matmul whose B is the larger operand goes along N unless its B is packed already or the
+// configuration names an axis (the cut itself never changes a bit: the case above).
+TEST_CASE("gemm: a matmul's automatic split axis", "[gemm]") {
+  using cpu::gemm_split_axis, cpu::matmul_split_axis;
+  constexpr auto automatic = gemm_split_axis::automatic;
+  STATIC_REQUIRE(matmul_split_axis<float>(128, 384, false, automatic) == gemm_split_axis::columns); // xᵀ g
+  STATIC_REQUIRE(matmul_split_axis<float>(128, 384, true, automatic) == automatic);                 // a Prepacked B
+  STATIC_REQUIRE(matmul_split_axis<float>(768, 384, false, automatic) == automatic);                // M >= N
+  STATIC_REQUIRE(matmul_split_axis<float>(384, 384, false, automatic) == automatic);
+  STATIC_REQUIRE(matmul_split_axis<float>(4, 20, false, automatic) == automatic); // N under two panels
+  STATIC_REQUIRE(matmul_split_axis<float>(128, 384, false, gemm_split_axis::rows) == gemm_split_axis::rows);
+  // Through eval on the pool (ctest runs this with 1 and 2 threads), M < N, so cut along N: bit for bit
+  // the single range, with A row-major and transposed (a weight's gradient xᵀ g), bare and with an
+  // epilogue (scratch blocks of every row and a part's columns).
+  const auto x = random_tensor<float, shape<96, 200>>(21);
+  const auto xt = random_tensor<float, shape<200, 96>>(22);
+  const auto w = random_tensor<float, shape<200, 400>>(23);
+  const auto bias = random_tensor<float, shape<400>>(24);
+  Tensor<float, shape<96, 400>> y = matmul(x, w), yt = matmul(transpose(xt), w), z = relu(matmul(transpose(xt), w) + bias);
+  Tensor<float, shape<96, 400>> ys, yts;
+  const auto cfg = cpu::gemm_config_for<float>(96, 400, 200);
+  cpu::gemm_range<float>(cpu::matrix_ref<float>{x.data(), 200, 1}, cpu::matrix_ref<float>{w.data(), 400, 1}, 96, 200,
+                         {0, 96, 0, 400}, cpu::gemm_direct_out<float>{ys.data(), 400}, cfg);
+  cpu::gemm_range<float>(cpu::matrix_ref<float>{xt.data(), 1, 96}, cpu::matrix_ref<float>{w.data(), 400, 1}, 96, 200,
+                         {0, 96, 0, 400}, cpu::gemm_direct_out<float>{yts.data(), 400}, cfg);
+  CHECK(std::memcmp(y.data(), ys.data(), sizeof(float) * 96 * 400) == 0);
+  CHECK(std::memcmp(yt.data(), yts.data(), sizeof(float) * 96 * 400) == 0);
+  bool epilogue_same = true;
+  for (int i = 0; i < 96; ++i)
+    for (int j = 0; j < 400; ++j) epilogue_same = epilogue_same && z(i, j) == std::max(yts(i, j) + bias(j), 0.0f);
+  CHECK(epilogue_same);
+}
+
 // The tuned table: every entry usable, and a lookup that falls back to the defaults.
 TEST_CASE("gemm: the tuned table's entries and the lookup", "[gemm][tune]") {
   using cpu::gemm_shape_class;

@@ -298,6 +298,18 @@ gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts, gemm_spl
   return {0, M, cut(N, NR, part), cut(N, NR, part + 1)};
 }
 
+// The split of a matmul's C over threads where the configuration leaves it automatic: gemm_split's,
+// except where B is the larger operand (N > M, with rows enough for either cut) and not packed already:
+// then along N, so that each thread packs all of A and its share of B, less to copy than its rows of A
+// and all of B (a weight's gradient xᵀ g, [128, 768] by [768, 384], packed all of g, 1.2 MB, on each
+// thread for 64 rows). (Not for convolutions: their A is an implicit im2col, the dearer one to pack.)
+template <class T>
+constexpr gemm_split_axis matmul_split_axis(index_t M, index_t N, bool b_packed, gemm_split_axis configured) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  if (configured != gemm_split_axis::automatic || b_packed || N <= M || N < 2 * NR) return configured;
+  return gemm_split_axis::columns;
+}
+
 // How `batches` independent M x N x K products are spread over the pool: on the calling thread when
 // small (waking the pool costs more than they take), whole products per thread when there are enough
 // of them, else each one cut into parts (gemm_split). Large products get several parts per thread,

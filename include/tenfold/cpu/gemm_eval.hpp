@@ -189,7 +189,7 @@ void run_gemm(const Dst& dst, const N& root) {
         detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(b, idx.data());
         const auto a = batch_matrix<typename Mm::a_type, R>(detail::get<0>(mm.args), idx.data());
         const auto bm = batch_matrix<typename Mm::b_type, R>(detail::get<1>(mm.args), idx.data());
-        const gemm_part range = gemm_split<T>(m, N_, t % parts, parts, cfg.split);
+        const gemm_part range = gemm_split<T>(m, N_, t % parts, parts, matmul_split_axis<T>(m, N_, bm.panels != nullptr, cfg.split));
         index_t off = Dst::offset;
         for (int i = 0; i + 2 < R; ++i) off += idx[i] * Dst::strides[i];
         // Stores a finished block of C through the consumer expression (the epilogue).
