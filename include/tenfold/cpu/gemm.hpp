@@ -299,8 +299,8 @@ gemm_part gemm_split(index_t M, index_t N, index_t part, index_t parts, gemm_spl
 }
 
 // The split of a matmul's C over threads where the configuration leaves it automatic: gemm_split's,
-// except where B is the larger operand (N > M, with rows enough for either cut) and not packed already:
-// then along N, so that each thread packs all of A and its share of B, less to copy than its rows of A
+// except where B is the larger operand (N > M; with few rows gemm_split cuts along N anyway) and is not
+// packed already: then along N, so that each thread packs all of A and its share of B, less to copy than its rows of A
 // and all of B (a weight's gradient xᵀ g, [128, 768] by [768, 384], packed all of g, 1.2 MB, on each
 // thread for 64 rows). (Not for convolutions: their A is an implicit im2col, the dearer one to pack.)
 template <class T>
