@@ -148,9 +148,12 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
 #pragma GCC unroll 16
           for (index_t c = 0; c < NR; ++c) dst[r * NR + c] = static_cast<T>(src[r * b.rs + q + c]);
     }
-    for (; k < kc; ++k) {
+    // (the destination advances rather than being out + k * NR: GCC 12 cannot bound k * NR in this loop
+    // and warns that a far iteration would overflow it, -Waggressive-loop-optimizations; it stays
+    // within the block, ending at panel 0's end)
+    for (T* at = out + k * NR; k < kc; ++k, at += NR) {
       const E* src = b.p + (k0 + k) * b.rs + j0;
-      T* dst = out + k * NR;
+      T* dst = at;
       for (index_t q = 0; q < full; q += NR, dst += kc * NR)
 #pragma GCC unroll 4
         for (index_t c = 0; c < NR; ++c) dst[c] = static_cast<T>(src[q + c]);
