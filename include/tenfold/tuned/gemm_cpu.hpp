@@ -8,7 +8,7 @@
 
 namespace tenfold::tuned {
 using cpu::gemm_config, cpu::gemm_shape_class, cpu::gemm_split_axis, cpu::gemm_tuned_entry;
-inline constexpr std::array<gemm_tuned_entry, 12> gemm_cpu{{
+inline constexpr std::array<gemm_tuned_entry, 16> gemm_cpu{{
     // entries:begin
     {{"avx2", 48, 2048, 2}, gemm_shape_class::few_rows, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-11-26: the defaults are the fastest
     {{"avx2", 48, 2048, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-11-26: defaults kept (best found {.kc = 64, .mc_panels = 32, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 0.986x)
@@ -22,6 +22,10 @@ inline constexpr std::array<gemm_tuned_entry, 12> gemm_cpu{{
     {{"avx2", 32, 512, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 25 model 1), 2026-11-27: defaults kept (best found {.kc = 512, .mc_panels = 12, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 0.994x)
     {{"avx2", 32, 512, 2}, gemm_shape_class::medium, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 25 model 1), 2026-11-27: defaults kept (best found {.kc = 256, .mc_panels = 4, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 4, .split = gemm_split_axis::automatic}: 1.046x)
     {{"avx2", 32, 512, 2}, gemm_shape_class::large, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 25 model 1), 2026-11-27: defaults kept (best found {.kc = 256, .mc_panels = 12, .nc_panels = 8, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 0.938x)
+    {{"avx512", 48, 1024, 2}, gemm_shape_class::few_rows, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-02: defaults kept (best found {.kc = 256, .mc_panels = 24, .nc_panels = 48, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 0.962x, worst shape 0.907x)
+    {{"avx512", 48, 1024, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-02: defaults kept (best found {.kc = 192, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::columns}: 0.997x, worst shape 0.994x)
+    {{"avx512", 48, 1024, 2}, gemm_shape_class::medium, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-02: defaults kept (best found {.kc = 256, .mc_panels = 48, .nc_panels = 48, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 1.005x, worst shape 1.000x)
+    {{"avx512", 48, 1024, 2}, gemm_shape_class::large, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-02: defaults kept (best found {.kc = 512, .mc_panels = 4, .nc_panels = 64, .kc_in_place = 32, .parts_per_thread = 1, .split = gemm_split_axis::automatic}: 1.041x, worst shape 1.009x)
     // entries:end
 }};
 } // namespace tenfold::tuned
