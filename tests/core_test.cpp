@@ -1,5 +1,6 @@
 // Tensors, expressions, broadcasting, element types, aliasing and the expression-lifetime guarantees.
 #include <catch2/catch.hpp>
+#include <tenfold/dist/communicator.hpp>
 #include <tenfold/tenfold.hpp>
 
 using namespace tenfold;
@@ -247,4 +248,66 @@ TEST_CASE("detail::tuple: elements, references and value categories", "[core]") 
   CHECK(b == "two");
   detail::tuple<detail::tuple<int>> nested{detail::tuple<int>{7}};
   CHECK(get<0>(get<0>(nested)) == 7);
+}
+
+TEST_CASE("packed: members on 64-byte lines, groups contiguous, maps into one buffer", "[core][packed]") {
+  using L = packed<float, group<member<shape<5, 3>, struct pa_>, member<shape<2>, struct pb_>>,
+                   group<member<shape<>, struct pc_>>, group<member<shape<16>, struct pd_>, member<shape<17>, struct pe_>>>;
+  // 15 -> 16, 2 -> 16, 1 -> 16, 16, 17 -> 32 floats
+  STATIC_REQUIRE(L::offset<pa_> == 0 && L::offset<pb_> == 16 && L::offset<pc_> == 32 && L::offset<pd_> == 48 && L::offset<pe_> == 64);
+  STATIC_REQUIRE(L::size == 96 && L::groups == 3);
+  STATIC_REQUIRE(L::group_begin<0> == 0 && L::group_end<0> == 32 && L::group_begin<1> == 32 && L::group_end<1> == 48);
+  STATIC_REQUIRE(L::group_begin<2> == 48 && L::group_end<2> == L::size);
+  STATIC_REQUIRE(std::is_same_v<L::shape_of<pa_>, shape<5, 3>>);
+  using D = packed<double, group<member<shape<3>, struct qa_>, member<shape<9>, struct qb_>>>; // 8 doubles a line
+  STATIC_REQUIRE(D::offset<qb_> == 8 && D::size == 24);
+
+  L p;
+  CHECK(reinterpret_cast<std::uintptr_t>(p.data()) % 64 == 0);
+  for (float v : p.all()) CHECK(v == 0.0f); // zeroed, padding included
+  auto a = p.get<pa_>();
+  STATIC_REQUIRE(std::is_same_v<decltype(a), TensorMap<float, shape<5, 3>>>);
+  a = full<float, shape<5, 3>>(2.0f);
+  p.get<pe_>() = arange<float, 17>();
+  p.get<pc_>() = full<float, shape<>>(-1.0f);
+  CHECK(p.data()[14] == 2.0f);
+  CHECK(p.data()[15] == 0.0f); // pa's padding untouched
+  CHECK(p.data()[32] == -1.0f);
+  CHECK(p.data()[64 + 16] == 16.0f);
+  CHECK(p.data()[64 + 17] == 0.0f);
+  // a group is its run of the buffer, the members' padding inside it
+  const auto g0 = p.group<0>(), g2 = p.group<2>();
+  CHECK(g0.data() == p.data());
+  CHECK(g0.size() == 32);
+  CHECK(g2.data() == p.data() + 48);
+  CHECK(g2.size() == 48);
+  // the const view reads the same place
+  const L& cp = p;
+  const auto ce = cp.get<pe_>();
+  STATIC_REQUIRE(std::is_same_v<decltype(ce), const TensorMap<const float, shape<17>>>);
+  CHECK(ce(3) == 3.0f);
+  // moving keeps the buffer (and so maps taken before the move)
+  L q = std::move(p);
+  CHECK(q.data()[14] == 2.0f);
+  CHECK(a(4, 2) == 2.0f);
+}
+
+// README.md's example (docs:readme_packed checks that the lines between readme:packed:begin and
+// readme:packed:end are the README's), with a world of one for its communicator.
+TEST_CASE("README: gradient buckets as a packed layout", "[core][packed][readme]") {
+  dist::single_process comm;
+// readme:packed:begin
+using grads = packed<float,
+    group<member<shape<128, 10>, struct w2_>, member<shape<10>, struct b2_>>,    // bucket 0: ready first
+    group<member<shape<784, 128>, struct w1_>, member<shape<128>, struct b1_>>>; // bucket 1
+grads g;
+TensorMap<float, shape<128, 10>> dw2 = g.get<w2_>(); // a member, written by the backward pass
+auto first = comm.allreduce_start(g.group<0>());     // its group's run: no copy
+// readme:packed:end
+  comm.wait(first);
+  dw2 = full<float, shape<128, 10>>(1.0f);
+  CHECK(g.group<0>().size() == 1280 + 16);
+  CHECK(g.group<0>()[1279] == 1.0f);
+  CHECK(g.group<1>().data() == g.data() + 1296);
+  CHECK(grads::size == 1296 + 784 * 128 + 128);
 }

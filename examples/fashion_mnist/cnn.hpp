@@ -116,34 +116,27 @@ struct optimizer_state {
   optim::moments<float, shape<classes>> b4;
 };
 
-// The trained tensors' gradients in one 64-byte-aligned allocation, each tensor a TensorMap into it,
-// laid out in the order the backward pass completes them, with the batch's loss last: averaging them
-// over the ranks is an allreduce of two contiguous buckets, the first started while the backward pass
-// goes on, with no copy. (Gaps between tensors, to keep each 64-byte aligned, are zeros.)
-// n floats rounded up to whole 64-byte lines
-constexpr index_t align(index_t n) { return (n + 15) / 16 * 16; }
-struct gradients {
-  // bucket 0: the dense layers (ready first; 98% of the elements); bucket 1: the convolution blocks
-  static constexpr index_t w4_at = 0, b4_at = w4_at + align(hidden * classes), w3_at = b4_at + align(classes),
-                           b3_at = w3_at + align(flat * hidden), g2_at = b3_at + align(hidden), b2_at = g2_at + align(C2),
-                           w2_at = b2_at + align(C2), g1_at = w2_at + align(9 * C1 * C2), b1_at = g1_at + align(C1),
-                           w1_at = b1_at + align(C1), loss_at = w1_at + align(9 * C1), size = loss_at + 16;
-  struct aligned_free {
-    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<float[], aligned_free> data{new (std::align_val_t(64)) float[std::size_t(size)]()};
-  TensorMap<float, shape<hidden, classes>> w4{data.get() + w4_at};
-  TensorMap<float, shape<classes>> b4{data.get() + b4_at};
-  TensorMap<float, shape<flat, hidden>> w3{data.get() + w3_at};
-  TensorMap<float, shape<hidden>> b3{data.get() + b3_at};
-  TensorMap<float, shape<C2>> g2{data.get() + g2_at}, b2{data.get() + b2_at};
-  TensorMap<float, shape<3, 3, C1, C2>> w2{data.get() + w2_at};
-  TensorMap<float, shape<C1>> g1{data.get() + g1_at}, b1{data.get() + b1_at};
-  TensorMap<float, shape<3, 3, 1, C1>> w1{data.get() + w1_at};
-  TensorMap<float, shape<>> loss{data.get() + loss_at};
-  std::span<float> bucket(int i) const {
-    return i == 0 ? std::span(data.get(), std::size_t(g2_at)) : std::span(data.get() + g2_at, std::size_t(size - g2_at));
-  }
+// The trained tensors' gradients in one allocation (core/packed.hpp), laid out in the order the backward
+// pass completes them, with the batch's loss last: averaging them over the ranks is an allreduce of its
+// two groups, the first started while the backward pass goes on, with no copy.
+using gradient_layout = packed<float,
+                               // group 0: the dense layers (ready first; 98% of the elements)
+                               group<member<shape<hidden, classes>, struct w4_>, member<shape<classes>, struct b4_>,
+                                     member<shape<flat, hidden>, struct w3_>, member<shape<hidden>, struct b3_>>,
+                               // group 1: the convolution blocks, then the loss
+                               group<member<shape<C2>, struct g2_>, member<shape<C2>, struct b2_>, member<shape<3, 3, C1, C2>, struct w2_>,
+                                     member<shape<C1>, struct g1_>, member<shape<C1>, struct b1_>, member<shape<3, 3, 1, C1>, struct w1_>,
+                                     member<shape<>, struct loss_>>>;
+struct gradients : gradient_layout {
+  TensorMap<float, shape<hidden, classes>> w4 = get<w4_>();
+  TensorMap<float, shape<classes>> b4 = get<b4_>();
+  TensorMap<float, shape<flat, hidden>> w3 = get<w3_>();
+  TensorMap<float, shape<hidden>> b3 = get<b3_>();
+  TensorMap<float, shape<C2>> g2 = get<g2_>(), b2 = get<b2_>();
+  TensorMap<float, shape<3, 3, C1, C2>> w2 = get<w2_>();
+  TensorMap<float, shape<C1>> g1 = get<g1_>(), b1 = get<b1_>();
+  TensorMap<float, shape<3, 3, 1, C1>> w1 = get<w1_>();
+  TensorMap<float, shape<>> loss = get<loss_>();
 };
 
 // Which rows of the global batch this rank's step holds: `count` rows (at most the trainer's B; the rest
@@ -294,11 +287,11 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       tenfold::save_forward<struct dense_products>(tenfold::statements(assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4),
                                                                        assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
                                                                        assign(g.b3, db3))),
-      host([&] { dense = comm.allreduce_start(g.bucket(0)); }), assign(v.gr2, dr2),
+      host([&] { dense = comm.allreduce_start(g.group<0>()); }), assign(v.gr2, dr2),
       bn_relu_backward(comm, v.gr2, v.a2, rows4, v.mean2, v.rstd2, p.g2, p.b2, v.ga2, g.g2, g.b2, v.dstat2),
       assign(v.gp1, dp1), assign(g.w2, dw2), assign(v.gr1, dr1),
       bn_relu_backward(comm, v.gr1, v.a1, rows4, v.mean1, v.rstd1, p.g1, p.b1, v.ga1, g.g1, g.b1, v.dstat1),
-      assign(g.w1, dw1), host([&] { conv = comm.allreduce_start(g.bucket(1)); }),
+      assign(g.w1, dw1), host([&] { conv = comm.allreduce_start(g.group<1>()); }),
       // the running statistics, while the gradients travel
       assign(p.mean1, p.mean1 * (1 - bn_momentum) + v.mean1 * bn_momentum),
       assign(p.var1, p.var1 * (1 - bn_momentum) + v.var1 * (bn_momentum * n1 / (n1 - 1))),

@@ -2,6 +2,7 @@
 // tenfold: everything that runs on the CPU. (tenfold/cuda.hpp adds the CUDA evaluator under nvcc.)
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/tensor_map.hpp"
+#include "tenfold/core/packed.hpp"
 #include "tenfold/core/views.hpp"
 #include "tenfold/core/views_compose.hpp"
 #include "tenfold/core/let.hpp"

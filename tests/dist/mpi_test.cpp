@@ -73,6 +73,22 @@ void collectives(dist::mpi_communicator& comm) {
   comm.wait(p);
   for (std::size_t i = 0; i < big.size(); i += 997) CHECK(big[i] == float(i % 1000) * tri);
 
+  // a packed layout's groups, allreduced apart and together in flight: each group's run is summed, its
+  // members' padding stays zero, the other group is untouched until its own request
+  using grads = packed<float, group<member<shape<7, 3>, struct ga_>, member<shape<5>, struct gb_>>, group<member<shape<40>, struct gc_>>>;
+  grads g;
+  g.get<ga_>() = full<float, shape<7, 3>>(float(r + 1));
+  g.get<gb_>() = full<float, shape<5>>(float(2 * r));
+  g.get<gc_>() = full<float, shape<40>>(float(-r));
+  auto first = comm.allreduce_start(g.group<0>());
+  auto second = comm.allreduce_start(g.group<1>());
+  comm.wait(second), comm.wait(first);
+  for (float x : g.get<ga_>()) CHECK(x == tri);
+  for (float x : g.get<gb_>()) CHECK(x == float(n * (n - 1)));
+  for (float x : g.get<gc_>()) CHECK(x == -float(n * (n - 1) / 2));
+  CHECK(g.data()[21] == 0.0f && g.data()[grads::offset<gb_> + 5] == 0.0f); // the padding
+  comm.check_same(grads::size, "the packed layout's size");
+
   // broadcast from the last rank
   Tensor<std::int32_t, shape<6>> b = full<std::int32_t, shape<6>>(r);
   comm.broadcast(b, n - 1);
