@@ -269,7 +269,19 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           const T* bq = panels ? panels + (j0 + q) / NR * panel_k * NR + k0 * NR : q < full ? nullptr : bp + (q - full) * kc;
           index_t ldb = NR;
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
-            if (q < full) bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
+            if (q < full) {
+              bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
+              // The k slice's rows of B (kc_in_place of them, each its own stream) are read a panel at a
+              // time, too many streams for the hardware prefetchers: each row's part of the panel 8
+              // panels on is asked for now, into L2. Measured on Zen 5 (one thread, K = N = 4096,
+              // bench/RESULTS.md): M = 8 +20-30%, M = 16 +15-25% with AVX-512; M = 2 and 4 +40-50% with AVX2.
+              constexpr index_t ahead = 8 * NR;
+              if (q + ahead < full)
+                for (index_t kk = 0; kk < kc; ++kk) {
+                  __builtin_prefetch(bq + kk * ldb + ahead, 0, 2);
+                  __builtin_prefetch(bq + kk * ldb + ahead + NR - 1, 0, 2);
+                }
+            }
           for (index_t p = 0; p < mc;) {
             index_t rows = std::min(MR, mc - p);
             const T* at = ap + p * kcg;
