@@ -315,6 +315,52 @@ TEST_CASE("save_forward saves a convolution that the loss and its gradient both 
   CHECK(std::memcmp(g1.data(), g0.data(), sizeof(float) * std::size_t(g0.size())) == 0);
 }
 
+// A classifier head as in a language model: cross_entropy(norm(x) w). log_softmax binds the logits in a
+// let, so the logits' gradient times wᵀ, which the norm's backward reads three times (and its scale's
+// gradient once more), reads the let's placeholder: the first round saves the logits, which makes the let
+// a plain read of their slot; dropped, the product over it is saved by the second round.
+TEST_CASE("save_forward saves a product under a let once the let's value is saved", "[step]") {
+  constexpr index_t R = 20, C = 16, K = 11;
+  rng r(21);
+  const Tensor<float, shape<R, C>> x = normal<shape<R, C>>(r);
+  const Tensor<float, shape<C>> gamma = 1.0f + 0.1f * normal<shape<C>>(r);
+  const Tensor<float, shape<C, K>> w = normal<shape<C, K>>(r) * 0.4f;
+  Tensor<std::int64_t, shape<R>> labels;
+  for (index_t i = 0; i < R; ++i) labels(i) = (i * 7) % K;
+  const auto norm = [](const auto& x_, const auto& g_) {
+    auto c = x_ - mean(x_, axis<-1>, keepdims);
+    return c * rsqrt(mean(square(c), axis<-1>, keepdims) + 1e-5f) * g_;
+  };
+  auto [l, dx, dg, dw] = value_and_grad([&](const auto& x_, const auto& g_, const auto& w_) { return cross_entropy(matmul(norm(x_, g_), w_), labels); },
+                                        x, gamma, w);
+  struct out {
+    Tensor<float> l;
+    Tensor<float, shape<R, C>> dx;
+    Tensor<float, shape<C>> dg;
+    Tensor<float, shape<C, K>> dw;
+  } want, got;
+  const auto plain = [&](out& o) { return statements(assign(o.l, l), assign(o.dx, dx), assign(o.dg, dg), assign(o.dw, dw)); };
+  using plain_t = decltype(plain(want));
+  using saved_t = decltype(save_forward(plain(got)));
+  // the logits and their gradient times wᵀ (dw's product reads the logits' gradient once: not saved)
+  static_assert(plan::saved::step_info<plain_t>::saved == 1 && step_plan<saved_t>::slots == 2);
+  static_assert(gemms_in_step<saved_t>::value == 3 && gemms_in_step<plain_t>::value >= 7);
+  alignas(64) static std::byte arena0[step_plan<plain_t>::bytes];
+  alignas(64) static std::byte arena1[step_plan<saved_t>::bytes];
+  run_step(plain(want), arena0);
+  const auto s = save_forward(plain(got));
+  run_step(s, arena1);
+  CHECK(got.l() == want.l());
+  CHECK(got.l() > 0.5f);
+  CHECK(std::memcmp(got.dx.data(), want.dx.data(), sizeof(float) * std::size_t(R * C)) == 0);
+  CHECK(std::memcmp(got.dg.data(), want.dg.data(), sizeof(float) * std::size_t(C)) == 0);
+  CHECK(std::memcmp(got.dw.data(), want.dw.data(), sizeof(float) * std::size_t(C * K)) == 0);
+  float n = 0;
+  for (float e : got.dx) n += e * e;
+  CHECK(n > 1e-8f);
+  CHECK(allocations_during([&] { run_step(s, arena1); }) == 0);
+}
+
 // README.md's save_forward example (docs:readme_save_forward): a plain SGD step of a perceptron.
 TEST_CASE("README: save_forward, then the updates", "[step][readme]") {
   constexpr index_t B = 16, D = 8, H = 32, O = 4;

@@ -115,6 +115,10 @@ bool same_data(const N& a, const N& b) {
           return detail::unpack([&x...](const auto&... y) { return (same_data(x, y) && ...); }, detail::children(b));
         },
         detail::children(a));
+  } else if constexpr (requires { typename N::holder_type; }) {
+    // a leaf whose storage is named by its type (a step's slot) holds no data: its byte is unspecified
+    if constexpr (std::is_empty_v<typename N::holder_type>) return true;
+    else return std::memcmp(&a, &b, sizeof(N)) == 0;
   } else {
     return std::memcmp(&a, &b, sizeof(N)) == 0;
   }

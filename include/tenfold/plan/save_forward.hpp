@@ -26,6 +26,7 @@
 // of a chain, are not saved. Key names the slots (saved_value<i, Key>): two save_forward groups in one
 // step need two keys. s is a flat list of assign and host statements.
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -204,7 +205,39 @@ template <class Kept, class Key, int I>
 using saved_slot = slot<std::remove_const_t<typename kept_at_t<I, Kept>::value_type>, typename kept_at_t<I, Kept>::shape_type,
                         detail::saved_value<I, Key>>;
 
-// n with every saved value read from its slot (n itself too, when it is one).
+// n with the placeholders of the let Tag read from the slot whose storage is H instead (each with its
+// own shape, strides and offset: the views folded into it). A nested let of the same lambda binds Tag
+// anew in its body, which is left alone.
+template <class Tag, class H, class N>
+auto over_slot(const N& n) {
+  if constexpr (detail::is_leaf_v<N>) {
+    if constexpr (std::is_same_v<detail::slot_of_t<N>, Tag>)
+      return detail::leaf<typename N::element_type, typename N::shape_type, N::strides, N::offset, H>{};
+    else return n;
+  } else if constexpr (detail::is_terminal_v<N> || detail::is_chain_node_v<N>) return n;
+  else if constexpr (detail::is_let_node_v<N>) {
+    auto v = over_slot<Tag, H>(n.value);
+    if constexpr (std::is_same_v<typename N::tag_type, Tag>)
+      return n.with_children(detail::tuple<decltype(v), typename N::body_node>{std::move(v), n.body});
+    else {
+      auto b = over_slot<Tag, H>(n.body);
+      return n.with_children(detail::tuple<decltype(v), decltype(b)>{std::move(v), std::move(b)});
+    }
+  } else return walk::rebuild(n, [](const auto& c) { return over_slot<Tag, H>(c); });
+}
+
+// Is V a whole slot (canonical strides, no offset)?
+template <class V>
+constexpr bool is_whole_slot() {
+  if constexpr (detail::is_leaf_v<V>) return !std::is_void_v<detail::slot_read_t<V>> && V::contiguous;
+  else return false;
+}
+
+// n with every saved value read from its slot (n itself too, when it is one). A let whose value becomes
+// a whole slot is dropped: its placeholders read the slot (what the let did, in place), so what its
+// body computes from them no longer reads a placeholder, and a second round can save it (the logits'
+// gradient under cross-entropy's log_softmax, times the output layer's weights, that a norm's backward
+// reads three times).
 template <class Kept, class Key, class N>
 auto substitute(const N& n);
 template <class Kept, class Key, class N>
@@ -216,7 +249,12 @@ template <class Kept, class Key, class N>
 auto substitute(const N& n) {
   constexpr int i = index_in<N>(static_cast<Kept*>(nullptr));
   if constexpr (i >= 0) return saved_slot<Kept, Key, i>{};
-  else return substitute_children<Kept, Key>(n);
+  else if constexpr (detail::is_let_node_v<N>) {
+    auto v = substitute<Kept, Key>(n.value);
+    using V = decltype(v);
+    if constexpr (is_whole_slot<V>()) return substitute<Kept, Key>(over_slot<typename N::tag_type, typename V::holder_type>(n.body));
+    else return n.with_children(detail::tuple<V, decltype(substitute<Kept, Key>(n.body))>{std::move(v), substitute<Kept, Key>(n.body)});
+  } else return substitute_children<Kept, Key>(n);
 }
 
 // Do a and b hold the same data? Nodes whose only runtime data are their children (maps, reductions,
@@ -312,14 +350,33 @@ auto rewrite(const detail::statements_node<S...>& s, std::index_sequence<J...>, 
   };
   return detail::statements_node<decltype(group.template operator()<J>())...>{{group.template operator()<J>()...}};
 }
+
+template <class Key, class... S>
+auto round(const detail::statements_node<S...>& s) {
+  using info = step_info<detail::statements_node<S...>>;
+  return rewrite<Key>(s, std::index_sequence_for<S...>{}, std::make_index_sequence<std::size_t(info::saved)>{});
+}
+
+// The statements of nested groups as one flat list, in order.
+template <class S>
+auto flat_tuple(const S& s) {
+  if constexpr (detail::is_statements_v<S>) return detail::unpack([](const auto&... x) { return std::tuple_cat(flat_tuple(x)...); }, s.args);
+  else return std::tuple<S>{s};
+}
+template <class S>
+auto flatten(const S& s) {
+  return std::apply([](auto&&... x) { return detail::statements_node<std::remove_cvref_t<decltype(x)>...>{{std::move(x)...}}; }, flat_tuple(s));
+}
+template <class Key>
+struct second_round {};
 } // namespace plan::saved
 
 // s with the GEMM and convolution outputs that several of its statements read computed once, into
 // slots (see above). Throws tenfold::error when a saved value's copies differ or a statement between
-// its readers writes what it reads.
+// its readers writes what it reads. Two rounds: the second saves what the first made visible by
+// dropping lets over saved values.
 template <class Key = void, class... S>
 auto save_forward(const detail::statements_node<S...>& s) {
-  using info = plan::saved::step_info<detail::statements_node<S...>>;
-  return plan::saved::rewrite<Key>(s, std::index_sequence_for<S...>{}, std::make_index_sequence<std::size_t(info::saved)>{});
+  return plan::saved::round<plan::saved::second_round<Key>>(plan::saved::flatten(plan::saved::round<Key>(s)));
 }
 } // namespace tenfold
