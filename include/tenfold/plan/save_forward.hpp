@@ -24,8 +24,9 @@
 // save_forward(grads), updates)). A value over a slot is saved only where no statement between its
 // readers writes that slot (decided from the types); values over a let's placeholder, and the layers
 // of a chain, are not saved, except that a let whose value is saved is dropped (its placeholders read
-// the slot) and a second round saves what its body computed from them. Key names the slots (saved_value<i, Key>): two save_forward groups in one
-// step need two keys. s is a flat list of assign and host statements.
+// the slot) and a second round saves what its body computed from them. Key names the slots
+// (saved_value<i, Key>): two save_forward groups in one step need two keys. s is a flat list of assign
+// and host statements.
 #include <string>
 #include <tuple>
 #include <type_traits>
