@@ -18,13 +18,14 @@
 // is the single-process step of the whole batch, up to float summation order: batch norm's statistics
 // are summed over every rank's rows (and so are the two sums its backward pass needs: a synchronised
 // batch norm), each rank draws the dropout mask of its own rows of the global draw, the loss weighs
-// every row 1 / (global batch), and the gradients, held in one buffer, are summed over the ranks by
-// allreduce in two buckets. With one process the communicator is dist::single_process and every
-// collective is a no-op.
+// every row 1 / (global batch), and the gradients, laid out by the step's plan, are summed over the
+// ranks by allreduce in the buckets the plan cuts (two here). With one process the communicator is
+// dist::single_process and every collective is a no-op.
 #include <tenfold/autodiff/backward.hpp>
 #include <tenfold/autodiff/optim.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -116,28 +117,26 @@ struct optimizer_state {
   optim::moments<float, shape<classes>> b4;
 };
 
-// The trained tensors' gradients in one allocation (core/packed.hpp), laid out in the order the backward
-// pass completes them, with the batch's loss last: averaging them over the ranks is an allreduce of its
-// two groups, the first started while the backward pass goes on, with no copy.
-using gradient_layout = packed<float,
-                               // group 0: the dense layers (ready first; 98% of the elements)
-                               group<member<shape<hidden, classes>, struct w4_>, member<shape<classes>, struct b4_>,
-                                     member<shape<flat, hidden>, struct w3_>, member<shape<hidden>, struct b3_>>,
-                               // group 1: the convolution blocks, then the loss
-                               group<member<shape<C2>, struct g2_>, member<shape<C2>, struct b2_>, member<shape<3, 3, C1, C2>, struct w2_>,
-                                     member<shape<C1>, struct g1_>, member<shape<C1>, struct b1_>, member<shape<3, 3, 1, C1>, struct w1_>,
-                                     member<shape<>, struct loss_>>>;
-struct gradients : gradient_layout {
-  TensorMap<float, shape<hidden, classes>> w4 = get<w4_>();
-  TensorMap<float, shape<classes>> b4 = get<b4_>();
-  TensorMap<float, shape<flat, hidden>> w3 = get<w3_>();
-  TensorMap<float, shape<hidden>> b3 = get<b3_>();
-  TensorMap<float, shape<C2>> g2 = get<g2_>(), b2 = get<b2_>();
-  TensorMap<float, shape<3, 3, C1, C2>> w2 = get<w2_>();
-  TensorMap<float, shape<C1>> g1 = get<g1_>(), b1 = get<b1_>();
-  TensorMap<float, shape<3, 3, 1, C1>> w1 = get<w1_>();
-  TensorMap<float, shape<>> loss = get<loss_>();
+// The trained tensors' gradients and the batch's loss: the step's results (kept slots, core/step.hpp).
+// The plan lays them out at the front of the step's arena in the order the backward pass finishes them
+// and cuts them into buckets of at least bucket_bytes; run_step hands each bucket over as soon as its
+// last gradient is written, and its allreduce (summing over the ranks, no copy) runs while the rest of
+// the backward pass goes on. Here: the loss and the dense layers' (98% of the floats) first, the
+// convolution blocks' second.
+struct gradient_slots {
+  slot<float, shape<3, 3, 1, C1>, kept<struct w1_>> w1;
+  slot<float, shape<C1>, kept<struct g1_>> g1;
+  slot<float, shape<C1>, kept<struct b1_>> b1;
+  slot<float, shape<3, 3, C1, C2>, kept<struct w2_>> w2;
+  slot<float, shape<C2>, kept<struct g2_>> g2;
+  slot<float, shape<C2>, kept<struct b2_>> b2;
+  slot<float, shape<flat, hidden>, kept<struct w3_>> w3;
+  slot<float, shape<hidden>, kept<struct b3_>> b3;
+  slot<float, shape<hidden, classes>, kept<struct w4_>> w4;
+  slot<float, shape<classes>, kept<struct b4_>> b4;
+  slot<float, shape<>, kept<struct loss_>> loss;
 };
+inline constexpr index_t bucket_bytes = 64 << 10;
 
 // Which rows of the global batch this rank's step holds: `count` rows (at most the trainer's B; the rest
 // are padding) starting at row `first` of `global`.
@@ -184,20 +183,19 @@ struct step_values {
   slot<float, shape<2 * C2>, struct dstat2_> dstat2;
 };
 
-// One training step as statements over step_values (planned as one arena: trainer<B>::plan), and what
-// lasts between steps: the gradients (held apart, for the allreduce buckets), the row weights of the
-// shard, and the arena.
+// One training step as statements over step_values and gradient_slots (planned as one arena:
+// trainer<B>::plan_for), and what lasts between steps: the row weights of the shard, and the arena
+// (whose front holds the gradients after a step).
 template <index_t B>
 struct trainer {
   // The step's statements for a communicator of type Comm; their plan is a compile-time constant.
   template <class Comm>
-  auto statements(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
-                  rng& dropout, Comm& comm, typename Comm::pending& dense, typename Comm::pending& conv);
+  auto statements(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
+                  const Tensor<std::int64_t, shape<B>>& labels, rng& dropout, Comm& comm);
   template <class Comm>
   using plan_for = step_plan<decltype(std::declval<trainer&>().template statements<Comm>(
       std::declval<parameters&>(), std::declval<const Tensor<float, shape<B, 28, 28, 1>>&>(),
-      std::declval<const Tensor<std::int64_t, shape<B>>&>(), std::declval<rng&>(), std::declval<Comm&>(),
-      std::declval<typename Comm::pending&>(), std::declval<typename Comm::pending&>()))>;
+      std::declval<const Tensor<std::int64_t, shape<B>>&>(), std::declval<rng&>(), std::declval<Comm&>()))>;
 
   struct aligned_free {
     void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -207,7 +205,7 @@ struct trainer {
   // per row: 1 for this rank's rows, 0 for padding; the loss weight, 1 / (global batch) or 0
   Tensor<float, shape<B>> row_mask, row_weight;
   shard rows{0, 0, 0};
-  gradients g;
+  gradient_slots g; // (names only: the values lie in the arena)
 
   // One step of Adam on this rank's rows of the global batch (x, labels; rows past rows.count are
   // padding, any finite values); returns the global batch's mean loss. dropout_rng is the global
@@ -232,9 +230,10 @@ struct trainer {
   // gradients with respect to the mean and rstd over this rank's rows; summed over the ranks, they add
   // their share to every row's gradient (d mean / d a = 1 / n; d rstd / d a =
   // -rstd^3 (a - mean) / n, n the count over the global batch).
-  template <class Comm, class G, class A, class R, class M, class V, class P, class DA, class DP, class DS>
-  auto bn_relu_backward(Comm& comm, const G& grad, const A& a, const R& rows4, const M& mean, const V& rstd, const P& gamma,
-                        const P& beta, const DA& da, DP& dgamma, DP& dbeta, const DS& dstat) const {
+  template <class Comm, class G, class A, class R, class M, class V, class P, class DA, class DG, class DB, class DS>
+  auto bn_relu_backward(Comm& comm, const G& grad, const A& a, const R& rows4, const M& mean, const V& rstd,
+                        const P& gamma, const P& beta, const DA& da, const DG& dgamma, const DB& dbeta,
+                        const DS& dstat) const {
     using S = typename A::shape_type;
     constexpr index_t C = S::dims[3];
     const float count = float(rows.global * S::dims[1] * S::dims[2]);
@@ -256,8 +255,7 @@ struct trainer {
 template <index_t B>
 template <class Comm>
 auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
-                            const Tensor<std::int64_t, shape<B>>& labels, rng& dropout, Comm& comm,
-                            typename Comm::pending& dense, typename Comm::pending& conv) {
+                            const Tensor<std::int64_t, shape<B>>& labels, rng& dropout, Comm& comm) {
   const step_values<B> v;
   auto rows4 = reshape<B, 1, 1, 1>(row_mask);
   const float keep = 1.0f - dropout_p;
@@ -282,16 +280,16 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       assign(v.r2, bn_relu(v.a2, v.mean2, v.rstd2, p.g2, p.b2)), assign(v.p2, pool(v.r2)),
       assign(v.h, dense1<B>(v.p2, p.w3, p.b3)),
       assign(v.mask, where(bernoulli<shape<B, hidden>>(dropout, keep), 1.0f / keep, 0.0f)),
-      // backward; each bucket of parameter gradients starts its allreduce once complete. The product
-      // that several gradients read (the logits) is computed once.
-      tenfold::save_forward<struct dense_products>(tenfold::statements(assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4),
-                                                                       assign(g.b4, db4), assign(v.gp2, dp2), assign(g.w3, dw3),
-                                                                       assign(g.b3, db3))),
-      host([&] { dense = comm.allreduce_start(g.group<0>()); }), assign(v.gr2, dr2),
+      // backward (run_step starts each bucket's allreduce once it is complete). The product that several
+      // gradients read (the logits) is computed once.
+      tenfold::save_forward<struct dense_products>(
+          tenfold::statements(assign(g.loss, l), assign(v.gh, dh), assign(g.w4, dw4), assign(g.b4, db4),
+                              assign(v.gp2, dp2), assign(g.w3, dw3), assign(g.b3, db3))),
+      assign(v.gr2, dr2),
       bn_relu_backward(comm, v.gr2, v.a2, rows4, v.mean2, v.rstd2, p.g2, p.b2, v.ga2, g.g2, g.b2, v.dstat2),
       assign(v.gp1, dp1), assign(g.w2, dw2), assign(v.gr1, dr1),
       bn_relu_backward(comm, v.gr1, v.a1, rows4, v.mean1, v.rstd1, p.g1, p.b1, v.ga1, g.g1, g.b1, v.dstat1),
-      assign(g.w1, dw1), host([&] { conv = comm.allreduce_start(g.group<1>()); }),
+      assign(g.w1, dw1),
       // the running statistics, while the gradients travel
       assign(p.mean1, p.mean1 * (1 - bn_momentum) + v.mean1 * bn_momentum),
       assign(p.var1, p.var1 * (1 - bn_momentum) + v.var1 * (bn_momentum * n1 / (n1 - 1))),
@@ -323,16 +321,20 @@ float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, floa
   const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
   rng mine(global_draw.seed);
   mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
-  typename Comm::pending dense_bucket{}, conv_bucket{};
-  run_step(statements(p, x, labels, mine, comm, dense_bucket, conv_bucket), std::span<std::byte>(arena.get(), std::size_t(arena_size)));
-  comm.wait(dense_bucket), comm.wait(conv_bucket);
+  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  std::array<typename Comm::pending, plan::template buckets<bucket_bytes>.count> buckets{};
+  run_step(statements(p, x, labels, mine, comm), a, on_buckets<float, bucket_bytes>([&](int k, std::span<float> b) {
+             buckets[std::size_t(k)] = comm.allreduce_start(b);
+           }));
+  for (auto& b : buckets) comm.wait(b);
   // Adam
+  auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
   opt.begin_step(lr);
-  opt.update(p.w1, s.w1, g.w1), opt.update(p.g1, s.g1, g.g1), opt.update(p.b1, s.b1, g.b1);
-  opt.update(p.w2, s.w2, g.w2), opt.update(p.g2, s.g2, g.g2), opt.update(p.b2, s.b2, g.b2);
-  opt.update(p.w3, s.w3, g.w3), opt.update(p.b3, s.b3, g.b3), opt.update(p.w4, s.w4, g.w4),
-      opt.update(p.b4, s.b4, g.b4);
-  return g.loss();
+  opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
+  opt.update(p.w2, s.w2, d(g.w2)), opt.update(p.g2, s.g2, d(g.g2)), opt.update(p.b2, s.b2, d(g.b2));
+  opt.update(p.w3, s.w3, d(g.w3)), opt.update(p.b3, s.b3, d(g.b3)), opt.update(p.w4, s.w4, d(g.w4)),
+      opt.update(p.b4, s.b4, d(g.b4));
+  return d(g.loss)();
 }
 
 // Inference: batch norm with the running statistics, no dropout; the logits of a batch.

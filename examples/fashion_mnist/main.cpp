@@ -233,7 +233,9 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
     if constexpr (B == device_batch) gpu = make_device_trainer(*p);
   }
 #endif
-  comm.check_same(gradients::size, "the gradient buffer's size");
+  using step_plan_type = typename trainer<B>::template plan_for<Comm>; // every rank sums the same buckets
+  comm.check_same(step_plan_type::kept_bytes, "the gradients' bytes");
+  comm.check_same(step_plan_type::template buckets<bucket_bytes>.count, "the gradient buckets");
   optim::adam opt({.lr = o.lr});
   rng shuffle_rng(o.seed * 2 + 1), dropout_rng(o.seed * 2 + 2);
   Tensor<float, shape<B, 28, 28, 1>> x;

@@ -15,8 +15,14 @@
 // it, shared over time with the other slots and with every statement's own temporaries: the plan of the
 // whole step is one constexpr (plan/step.hpp), and running it allocates nothing. A slot is an ordinary
 // leaf (views fold into it, vjp differentiates with respect to it) whose storage the backend supplies
-// when the statement runs; outside a step it has none. Tensors and maps (parameters, gradients kept
-// for an allreduce, optimizer moments) are read and written by statements as anywhere else.
+// when the statement runs; outside a step it has none. Tensors and maps (parameters, optimizer moments)
+// are read and written by statements as anywhere else.
+//
+// A kept slot (`slot<float, shape<128, 10>, kept<struct w4_>>`) is a result of the step, a gradient: it
+// is not shared over time but laid out at the front of the arena in the order the statements finish the
+// kept slots, and read after the step (step_plan<S>::kept(arena, slot)). Cut into buckets, each a
+// contiguous run finished at a known statement, run_step hands them to the caller as they complete
+// (cpu/step.hpp's on_buckets: an allreduce started while the rest of the backward pass runs).
 #include "tenfold/core/expr.hpp"
 #include "tenfold/core/param_holder.hpp"
 #include "tenfold/core/reduce_node.hpp"
@@ -126,6 +132,10 @@ auto as_target(X&& x) {
   }
 }
 } // namespace detail
+
+// The tag of a kept slot: a result of the step, placed apart and alive after it.
+template <class Tag>
+struct kept {};
 
 // A value of a step: T elements of shape S, named by Tag (`struct h_` declares one in place).
 template <class T, class S, class Tag>

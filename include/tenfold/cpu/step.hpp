@@ -1,7 +1,10 @@
 #pragma once
 // run_step(statements, arena): a step (core/step.hpp) on the CPU, each slot and temporary at its planned
 // place in the caller's arena (step_plan<decltype(statements)>::bytes, 64-byte aligned). Nothing is
-// allocated.
+// allocated. run_step(statements, arena, on_buckets<T, MinBytes>(f)) also calls f(k, std::span<T>) with
+// each bucket of the kept slots (step_plan's buckets<MinBytes>) right after the statement that completes
+// it, in order, while the statements after it have not run.
+#include <cstring>
 #include <span>
 
 #include "tenfold/core/tensor_map.hpp"
@@ -14,7 +17,19 @@ namespace cpu {
 // The CPU backend of the step walk: arena_buffers for the temporaries, plus the slots' places.
 struct step_buffers : arena_buffers {
   const plan::step_places* places;
+  // the buckets to hand over as statements finish them (none: no call)
+  const plan::bucket_list* buckets = nullptr;
+  void* hook = nullptr;
+  void (*fire)(void*, int, std::byte*, std::byte*) = nullptr;
+  int statement = 0, next_bucket = 0;
   explicit step_buffers(std::byte* b, const plan::step_places& p) : arena_buffers(b, p.offsets, p.temporaries), places(&p) {}
+
+  void statement_done() {
+    if (buckets != nullptr)
+      for (; next_bucket < buckets->count && buckets->after[next_bucket] == statement; ++next_bucket)
+        fire(hook, next_bucket, base + buckets->begin[next_bucket], base + buckets->end[next_bucket]);
+    ++statement;
+  }
 
   // A leaf over a slot reads the slot's place in the arena; any other leaf is read as it is.
   template <class L>
@@ -69,6 +84,17 @@ struct step_buffers : arena_buffers {
 };
 } // namespace cpu
 
+// f(k, std::span<T> bucket) for each bucket of at least MinBytes of a step's kept slots (of type T).
+template <class T, index_t MinBytes, class F>
+struct bucket_hook {
+  F f;
+};
+template <class T, index_t MinBytes, class F>
+bucket_hook<T, MinBytes, std::remove_cvref_t<F>> on_buckets(F&& f) {
+  static_assert(MinBytes > 0, "tenfold::on_buckets: a bucket's size must be positive");
+  return {std::forward<F>(f)};
+}
+
 template <class S>
 void run_step(S&& statements, std::span<std::byte> arena);
 // Runs together(...) outside a step: its values are elementwise, so it needs no arena.
@@ -79,14 +105,41 @@ void eval(const detail::together_node<S...>& t) {
 
 // Runs the statements in order, in `arena`; a tenfold::error (and nothing run) if the arena is smaller
 // than the step's plan or not 64-byte aligned.
-template <class S>
-void run_step(S&& statements, std::span<std::byte> arena) {
-  using P = step_plan<std::remove_cvref_t<S>>;
+namespace cpu {
+template <class P>
+step_buffers prepare_step(std::span<std::byte> arena) {
   if (index_t(arena.size()) < P::bytes)
     throw error(detail::message("tenfold::run_step: the arena has ", arena.size(), " bytes; this step needs ", P::bytes));
   if (reinterpret_cast<std::uintptr_t>(arena.data()) % plan::arena_alignment != 0)
     throw error("tenfold::run_step: the arena must be 64-byte aligned");
-  cpu::step_buffers be(arena.data(), P::places);
+  const plan::kept_layout& k = P::analysis.kept; // the kept slots' padding: zeros, for a bucket's collective
+  for (int i = 0; i < k.count; ++i)
+    std::memset(arena.data() + k.offset[i] + k.exact[i], 0, std::size_t(k.bytes[i] - k.exact[i]));
+  return step_buffers(arena.data(), P::places);
+}
+} // namespace cpu
+
+template <class S>
+void run_step(S&& statements, std::span<std::byte> arena) {
+  cpu::step_buffers be = cpu::prepare_step<step_plan<std::remove_cvref_t<S>>>(arena);
   plan::run_statements(std::forward<S>(statements), be);
+}
+// The same, handing each bucket of the kept slots to hook.f as soon as a statement completes it.
+template <class S, class T, index_t MinBytes, class F>
+void run_step(S&& statements, std::span<std::byte> arena, bucket_hook<T, MinBytes, F>& hook) {
+  using P = step_plan<std::remove_cvref_t<S>>;
+  static_assert(P::analysis.kept.count > 0, "tenfold::run_step: buckets given, but the step has no kept slots");
+  static_assert(P::analysis.kept.type == plan::slot_key<T>(),
+                "tenfold::on_buckets: T must be the kept slots' element type");
+  cpu::step_buffers be = cpu::prepare_step<P>(arena);
+  be.buckets = &P::template buckets<MinBytes>, be.hook = &hook.f;
+  be.fire = [](void* f, int k, std::byte* b, std::byte* e) {
+    (*static_cast<F*>(f))(k, std::span<T>(reinterpret_cast<T*>(b), std::size_t(e - b) / sizeof(T)));
+  };
+  plan::run_statements(std::forward<S>(statements), be);
+}
+template <class S, class T, index_t MinBytes, class F>
+void run_step(S&& statements, std::span<std::byte> arena, bucket_hook<T, MinBytes, F>&& hook) {
+  run_step(std::forward<S>(statements), arena, hook);
 }
 } // namespace tenfold

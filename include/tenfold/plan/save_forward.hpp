@@ -317,7 +317,7 @@ auto rewrite(const detail::statements_node<S...>& s, std::index_sequence<J...>, 
    }(detail::get<J>(s.args))),
    ...);
   // No statement between a saved value's first reader and its last writes what it reads.
-  const auto check = [&]<std::size_t K>() {
+  [[maybe_unused]] const auto check = [&]<std::size_t K>() {
     using T = kept_at_t<int(K), kept>;
     constexpr auto r = info::template readers<int(K)>();
     const T& v = *static_cast<const T*>(f.first[K]);
