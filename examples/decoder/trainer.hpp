@@ -46,7 +46,9 @@ struct trainer {
   Tensor<std::int64_t, shape<N>> targets;
   // the stages' outputs, per block
   Tensor<float, shape<N, width>> x[layers + 1], y[layers], x2[layers];
-  Tensor<float, shape<N, 3 * width>> qkv[layers];
+  // (one qkv for all blocks: only the rotated heads read it, and rope's adjoint reads its gradient alone;
+  // 3.5 MB less memory, the same bits; on AMD Zen 3 no change in speed beyond the noise)
+  Tensor<float, shape<N, 3 * width>> qkv;
   Tensor<float, shape<3, B, heads, T, head_dim>> h[layers]; // rotated q and k, and v (rotated_heads)
   Tensor<float, shape<N, hidden>> a[layers];
   Tensor<float, shape<N, hidden>> act[layers]; // gelu(a): the down projection's weight gradient reads it
@@ -70,14 +72,14 @@ struct trainer {
     set(x[0], embedding(p.embed, ids));
     for (index_t l = 0; l < layers; ++l) {
       const auto& b = p.blocks[l];
-      set(qkv[l], attention_in(x[l], b.ln1, b.qkv));
+      set(qkv, attention_in(x[l], b.ln1, b.qkv));
       { // rotated_heads, part by part
         auto h0 = head_part<0, B, T>(h[l]);
         auto h1 = head_part<1, B, T>(h[l]);
         auto h2 = head_part<2, B, T>(h[l]);
-        set(h0, rotated_head<0, B, T>(qkv[l], rope.cos, rope.sin));
-        set(h1, rotated_head<1, B, T>(qkv[l], rope.cos, rope.sin));
-        set(h2, head<2, B, T>(qkv[l]));
+        set(h0, rotated_head<0, B, T>(qkv, rope.cos, rope.sin));
+        set(h1, rotated_head<1, B, T>(qkv, rope.cos, rope.sin));
+        set(h2, head<2, B, T>(qkv));
       }
       set(y[l], attend<B, T>(h[l]));
       set(x2[l], residual(x[l], y[l], b.proj));
@@ -132,9 +134,9 @@ struct trainer {
         auto g0 = head<0, B, T>(gqkv);
         auto g1 = head<1, B, T>(gqkv);
         auto g2 = head<2, B, T>(gqkv);
-        auto [d0] = vjp(rotate, head_part<0, B, T>(gh), head<0, B, T>(qkv[l]));
+        auto [d0] = vjp(rotate, head_part<0, B, T>(gh), head<0, B, T>(qkv));
         set(g0, d0);
-        auto [d1] = vjp(rotate, head_part<1, B, T>(gh), head<1, B, T>(qkv[l]));
+        auto [d1] = vjp(rotate, head_part<1, B, T>(gh), head<1, B, T>(qkv));
         set(g1, d1);
         set(g2, head_part<2, B, T>(gh));
       }
