@@ -2,8 +2,9 @@
 // tenfold::packed: tensors that live side by side in one allocation, laid out at compile time. Each
 // member starts on a 64-byte line; members are listed in groups, and each group is one contiguous run of
 // the buffer (its members and the zeros between them), so that one collective moves a group without a
-// copy: a training step's gradients in buckets, each allreduced as soon as the backward pass has written
-// its members, while the rest of the pass goes on (examples/fashion_mnist).
+// copy: gradients in buckets, each allreduced as soon as the backward pass has written its members,
+// while the rest of the pass goes on. (Within a step, kept slots do this without a hand-made layout:
+// the step's plan orders them and cuts the buckets, core/step.hpp; packed is for buffers outside one.)
 //
 //   using grads = packed<float, group<member<shape<128, 10>, struct w4_>, member<shape<10>, struct b4_>>,
 //                               group<member<shape<3, 3, 1, 16>, struct w1_>>>;
