@@ -186,22 +186,23 @@ TEST_CASE("README: gradients as kept slots, each bucket allreduced as the step f
   const Tensor<float, shape<D, H>> W1 = normal<shape<D, H>>(r) * 0.3f;
   const Tensor<float, shape<H, O>> W2 = normal<shape<H, O>>(r) * 0.3f;
   dist::single_process comm;
-  // readme:kept:begin
-  slot<float, shape<B, H>, struct h_> h;
-  slot<float, shape<B, H>, struct gh_> gh;
-  slot<float, shape<H, O>, kept<struct g2_>> G2; // results: laid out in the order the step finishes them
-  slot<float, shape<D, H>, kept<struct g1_>> G1;
-  auto [loss, dh, dw2] =
-      value_and_grad([&](const auto& h_, const auto& w) { return mse_loss(matmul(h_, w), y); }, h, W2);
-  auto [dw1] = vjp([&](const auto& w) { return tanh(matmul(x, w)); }, gh, W1);
-  auto s = statements(assign(h, tanh(matmul(x, W1))), assign(gh, dh), assign(G2, dw2), assign(G1, dw1));
-  using P = step_plan<decltype(s)>;
-  alignas(64) static std::byte arena[P::bytes];
-  std::array<dist::single_process::pending, P::buckets<256>.count> sent; // {G2} after statement 2, {G1}
-  run_step(s, arena, on_buckets<float, 256>([&](int k, std::span<float> b) { sent[k] = comm.allreduce_start(b); }));
-  for (auto& p : sent) comm.wait(p);
-  TensorMap<float, shape<D, H>> g1 = P::kept(arena, G1); // in the arena until it runs again
-                                                         // readme:kept:end
+  // clang-format off
+// readme:kept:begin
+slot<float, shape<B, H>, struct h_> h;
+slot<float, shape<B, H>, struct gh_> gh;
+slot<float, shape<H, O>, kept<struct g2_>> G2; // results: laid out in the order the step finishes them
+slot<float, shape<D, H>, kept<struct g1_>> G1;
+auto [loss, dh, dw2] = value_and_grad([&](const auto& h_, const auto& w) { return mse_loss(matmul(h_, w), y); }, h, W2);
+auto [dw1] = vjp([&](const auto& w) { return tanh(matmul(x, w)); }, gh, W1);
+auto s = statements(assign(h, tanh(matmul(x, W1))), assign(gh, dh), assign(G2, dw2), assign(G1, dw1));
+using P = step_plan<decltype(s)>;
+alignas(64) static std::byte arena[P::bytes];
+std::array<dist::single_process::pending, P::buckets<256>.count> sent; // {G2} after statement 2, {G1}
+run_step(s, arena, on_buckets<float, 256>([&](int k, std::span<float> b) { sent[k] = comm.allreduce_start(b); }));
+for (auto& p : sent) comm.wait(p);
+TensorMap<float, shape<D, H>> g1 = P::kept(arena, G1); // in the arena until it runs again
+// readme:kept:end
+  // clang-format on
   static_assert(P::buckets<256>.count == 2 && P::buckets<256>.after[0] == 2 && P::buckets<256>.after[1] == 3);
   static_assert(P::slot_offset<kept<g2_>>() == 0 && P::slot_offset<kept<g1_>>() == 512);
   auto [l2, want1, want2] = value_and_grad(
