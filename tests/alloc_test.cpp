@@ -141,6 +141,14 @@ TEST_CASE("a training step of the Fashion-MNIST CNN allocates nothing", "[alloc]
   CHECK(allocations_during([&] { later = t->step(*p, *s, opt, 1e-3f, x, y, all, drop, comm); }) == 0);
   CHECK(std::isfinite(first));
   CHECK(later < first); // the same batch again, after a step of Adam
+  // ZeRO-1's step (dist/sharded_adam.hpp; one process: the share is every gradient): its buffers are
+  // made with it and its first update, none after.
+  trainer<B>::sharded_optimizer<dist::single_process> sharded(comm, opt.options);
+  CHECK(sharded.share_size() == P::kept_bytes / 4);
+  (void)t->step(*p, sharded, 1e-3f, x, y, all, drop, comm);
+  cpu::prepare_scratch();
+  CHECK(allocations_during([&] { later = t->step(*p, sharded, 1e-3f, x, y, all, drop, comm); }) == 0);
+  CHECK(std::isfinite(later));
 }
 
 TEST_CASE("drawing a token allocates nothing (the sampler's memory is sized once)", "[alloc]") {

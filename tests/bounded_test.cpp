@@ -715,3 +715,42 @@ TEST_CASE("upto<N> innermost and kept: reductions over the other axes run over i
     check_bounded(c, Tensor<float, shape<A, T>>(xs - mean(xs, axis<0>, keepdims)), n, 1e-6);
   }
 }
+
+TEST_CASE("upto<N>: a TensorMap of a bounded shape reads and writes only its active rows") {
+  // The caller's memory holds just the active part (the rows below the length), plus a guard row.
+  Tensor<float, shape<64, 16>> xs, ys;
+  fill(xs, 11);
+  fill(ys, 12);
+  using B = shape<upto<64>, 16>;
+  for (index_t n : {index_t(1), index_t(7), index_t(64)}) {
+    INFO("length " << n);
+    std::vector<float> out(std::size_t((n + 1) * 16), sentinel);
+    const TensorMap<const float, B> x(xs.data(), n);
+    TensorMap<const float, B> y(ys.data());
+    CHECK(y.length() == 64); // made without a length: the capacity
+    y.set_length(n);
+    TensorMap<float, B> o(out.data(), n);
+    o = exp(x) * 2.f + y * xs(0, 3) - 1.f;
+    CHECK(o.length() == n);
+    const Tensor<float, shape<64, 16>> want = exp(xs) * 2.f + ys * xs(0, 3) - 1.f;
+    index_t wrong = 0, touched = 0;
+    for (index_t i = 0; i < n * 16; ++i) wrong += out[std::size_t(i)] != want.data()[i];
+    for (index_t i = n * 16; i < (n + 1) * 16; ++i) touched += out[std::size_t(i)] != sentinel;
+    CHECK(wrong == 0);
+    CHECK(touched == 0);
+    CHECK_THROWS_AS(o(n, 0), error); // element access stops at the length
+    CHECK(o(n - 1, 15) == want(n - 1, 15));
+  }
+  std::vector<float> buf(40, 0.f);
+  CHECK_THROWS_AS((TensorMap<float, B>(buf.data(), 65)), error);
+  CHECK_THROWS_AS((TensorMap<float, B>(buf.data(), -1)), error);
+  TensorMap<float, B> m(buf.data(), 2);
+  CHECK_THROWS_AS(m.set_length(65), error);
+  CHECK(m.length() == 2); // a refused length changes nothing
+  // operands of another length than the map's: an error, nothing written (a bounded Tensor would take
+  // their length; a map covers only the memory its own length reaches)
+  TensorMap<const float, B> a(xs.data(), 3);
+  CHECK_THROWS_WITH(m = a * 2.f, Catch::Contains("of length 2 assigned operands of length 3"));
+  CHECK(m.length() == 2);
+  CHECK(std::all_of(buf.begin(), buf.end(), [](float v) { return v == 0.f; }));
+}

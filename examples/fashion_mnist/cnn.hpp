@@ -23,6 +23,7 @@
 // dist::single_process and every collective is a no-op.
 #include <tenfold/autodiff/backward.hpp>
 #include <tenfold/autodiff/optim.hpp>
+#include <tenfold/dist/sharded_adam.hpp>
 #include <tenfold/tenfold.hpp>
 
 #include <array>
@@ -183,6 +184,19 @@ struct step_values {
   slot<float, shape<2 * C2>, struct dstat2_> dstat2;
 };
 
+// What run_step calls as each bucket of gradients completes (bucket k, its elements in the arena): one
+// function type for every use, so that the step is compiled once (a plain allreduce or ZeRO's
+// reduce-scatter, chosen at run time).
+struct bucket_callback {
+  void* self;
+  void (*call)(void*, int, std::span<float>);
+  void operator()(int k, std::span<float> b) const { call(self, k, b); }
+  template <class F>
+  static bucket_callback of(F& f) {
+    return {&f, [](void* s, int k, std::span<float> b) { (*static_cast<F*>(s))(k, b); }};
+  }
+};
+
 // One training step as statements over step_values and gradient_slots (planned as one arena:
 // trainer<B>::plan_for), and what lasts between steps: the row weights of the shard, and the arena
 // (whose front holds the gradients after a step).
@@ -207,12 +221,54 @@ struct trainer {
   shard rows{0, 0, 0};
   gradient_slots g; // (names only: the values lie in the arena)
 
-  // One step of Adam on this rank's rows of the global batch (x, labels; rows past rows.count are
-  // padding, any finite values); returns the global batch's mean loss. dropout_rng is the global
-  // draw's (the same on every rank).
+  // Adam with its moments sharded over the ranks (ZeRO stage 1, dist/sharded_adam.hpp).
+  template <class Comm>
+  using sharded_optimizer = dist::sharded_adam<Comm, plan_for<Comm>, bucket_bytes>;
+
+  // The step's statements on this rank's rows of the global batch (x, labels; rows past rows.count are
+  // padding, any finite values), calling on_bucket(k, span) as each bucket of gradients completes.
+  // dropout_rng is the global draw's (the same on every rank).
+  template <class Comm>
+  void run(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+           const shard& part, rng& dropout_rng, Comm& comm, bucket_callback on_bucket);
+
+  // One step of Adam: the gradients allreduced bucket by bucket, then every parameter updated; returns
+  // the global batch's mean loss.
   template <class Comm>
   float step(parameters& p, optimizer_state& s, optim::adam& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
-             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm);
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm) {
+    using plan = plan_for<Comm>;
+    std::array<typename Comm::pending, plan::template buckets<bucket_bytes>.count> buckets{};
+    auto start = [&](int k, std::span<float> b) { buckets[std::size_t(k)] = comm.allreduce_start(b); };
+    run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
+    for (auto& b : buckets) comm.wait(b);
+    const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+    auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
+    opt.begin_step(lr);
+    opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
+    opt.update(p.w2, s.w2, d(g.w2)), opt.update(p.g2, s.g2, d(g.g2)), opt.update(p.b2, s.b2, d(g.b2));
+    opt.update(p.w3, s.w3, d(g.w3)), opt.update(p.b3, s.b3, d(g.b3)), opt.update(p.w4, s.w4, d(g.w4)),
+        opt.update(p.b4, s.b4, d(g.b4));
+    return d(g.loss)();
+  }
+  // The same step with ZeRO-1: each bucket's gradients reduce-scattered as it completes, Adam on this
+  // rank's share, the parameters all-gathered. The same parameters as step() after every step, with a
+  // share of Adam's moments per rank.
+  template <class Comm>
+  float step(parameters& p, sharded_optimizer<Comm>& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm) {
+    using dist::trained;
+    auto start = [&opt](int k, std::span<float> b) { opt.start_bucket(k, b); };
+    run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
+    const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+    opt.update(lr, a, trained(p.w1, g.w1), trained(p.g1, g.g1), trained(p.b1, g.b1), trained(p.w2, g.w2),
+               trained(p.g2, g.g2), trained(p.b2, g.b2), trained(p.w3, g.w3), trained(p.b3, g.b3), trained(p.w4, g.w4),
+               trained(p.b4, g.b4));
+    // (the summed loss lies in one rank's share; the arena holds this rank's own)
+    float loss[1] = {plan_for<Comm>::kept(a, g.loss)()};
+    comm.allreduce(std::span(loss));
+    return loss[0];
+  }
 
  private:
   // The global batch's mean and biased variance per channel of a [B, H, W, C] activation, over every
@@ -302,9 +358,9 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
 // compile time, and two files build in parallel).
 template <index_t B>
 template <class Comm>
-float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, float lr,
-                       const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
-                       const shard& part, rng& dropout_rng, Comm& comm) {
+void trainer<B>::run(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
+                     const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm,
+                     bucket_callback on_bucket) {
   using plan = plan_for<Comm>;
   if (part.count < 1 || part.count > B)
     throw error(detail::message("fashion_mnist: a shard of ", part.count, " rows in a trainer of ", B));
@@ -322,19 +378,7 @@ float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, floa
   rng mine(global_draw.seed);
   mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
   const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
-  std::array<typename Comm::pending, plan::template buckets<bucket_bytes>.count> buckets{};
-  run_step(statements(p, x, labels, mine, comm), a, on_buckets<float, bucket_bytes>([&](int k, std::span<float> b) {
-             buckets[std::size_t(k)] = comm.allreduce_start(b);
-           }));
-  for (auto& b : buckets) comm.wait(b);
-  // Adam
-  auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
-  opt.begin_step(lr);
-  opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
-  opt.update(p.w2, s.w2, d(g.w2)), opt.update(p.g2, s.g2, d(g.g2)), opt.update(p.b2, s.b2, d(g.b2));
-  opt.update(p.w3, s.w3, d(g.w3)), opt.update(p.b3, s.b3, d(g.b3)), opt.update(p.w4, s.w4, d(g.w4)),
-      opt.update(p.b4, s.b4, d(g.b4));
-  return d(g.loss)();
+  run_step(statements(p, x, labels, mine, comm), a, on_buckets<float, bucket_bytes>(on_bucket));
 }
 
 // Inference: batch norm with the running statistics, no dropout; the logits of a batch.

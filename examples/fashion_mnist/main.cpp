@@ -2,7 +2,7 @@
 // after every epoch. Data: the IDX files of Debian's dataset-fashion-mnist package.
 //
 //   fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]
-//                 [--save-initial FILE] [--device cpu|cuda]
+//                 [--save-initial FILE] [--device cpu|cuda] [--zero1]
 //   fashion_mnist --eval FILE [--data DIR]
 //   mpirun -np R fashion_mnist ...        (data-parallel, where built with MPI)
 //
@@ -10,15 +10,18 @@
 // the end (default DIR: fashion_mnist_out). --steps N stops each epoch after N batches (a quick run);
 // --log-steps FILE writes every step's loss (epoch,step,loss); --save-initial FILE writes the initial
 // parameters (safetensors, before the first step: the PyTorch comparison starts from them, see
-// bench/fashion_mnist_torch.py --init); --eval FILE loads weights and prints the test accuracy they give. The last line of a training run is "final test accuracy 0.XXXX after N
-// epochs in S s". Built with -DTENFOLD_TRACE=1 (CMAKE_CXX_FLAGS), it also prints to stderr where the
-// time went, nest by nest (tenfold::trace::summary).
+// bench/fashion_mnist_torch.py --init); --eval FILE loads weights and prints the test accuracy they give. The last line
+// of a training run is "final test accuracy 0.XXXX after N epochs in S s". Built with -DTENFOLD_TRACE=1
+// (CMAKE_CXX_FLAGS), it also prints to stderr where the time went, nest by nest (tenfold::trace::summary).
 //
 // Under mpirun (R ranks, on one host or many) every rank holds the model and takes its shard of every
 // global batch of 64 (64 / R rows, the first 64 % R ranks one more), and the run is the one-process run
 // up to float summation order (cnn.hpp). Rank 0 prints and writes the files; the test accuracy is
 // counted by all ranks, each on its share of the test set. Each rank uses cores / (ranks on its host)
-// threads unless TENFOLD_NUM_THREADS says otherwise.
+// threads unless TENFOLD_NUM_THREADS says otherwise. --zero1 shards Adam's moments over the ranks (ZeRO
+// stage 1: each bucket of gradients reduce-scattered, each rank updating its share of every parameter,
+// the parameters all-gathered; dist/sharded_adam.hpp): the same parameters after every step as without
+// it, with 1 / R of the optimizer's state on each rank.
 //
 // Denormal floats are flushed to zero (tenfold::cpu::flush_denormals, on every thread; the PyTorch
 // comparison sets the same): Adam's moments of weights that get no gradient decay into them within the
@@ -64,13 +67,17 @@ struct options {
   float lr = 2e-3f;
   std::uint64_t seed = 1;
   std::string data = "/usr/share/datasets/fashion-mnist", out = "fashion_mnist_out", eval, log_steps, save_initial;
-  bool cuda = false; // --device cuda
+  bool cuda = false;  // --device cuda
+  bool zero1 = false; // --zero1
 };
 
 [[noreturn]] void usage(const char* what) {
-  std::fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] [--out DIR] [--log-steps FILE]\n"
-                       "                     [--save-initial FILE] [--device cpu|cuda]\n"
-                       "       fashion_mnist --eval FILE [--data DIR]\n", what);
+  std::fprintf(stderr,
+               "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--steps N] [--lr X] [--seed N] [--data DIR] "
+               "[--out DIR] [--log-steps FILE]\n"
+               "                     [--save-initial FILE] [--device cpu|cuda] [--zero1]\n"
+               "       fashion_mnist --eval FILE [--data DIR]\n",
+               what);
   std::exit(2);
 }
 
@@ -101,10 +108,11 @@ options parse(int argc, char** argv) {
       const std::string d = value();
       if (d != "cpu" && d != "cuda") usage("--device takes cpu or cuda");
       o.cuda = d == "cuda";
-    }
+    } else if (a == "--zero1") o.zero1 = true;
     else usage(("unknown argument " + a).c_str());
   }
   if (o.epochs < 1) usage("--epochs must be at least 1");
+  if (o.zero1 && o.cuda) usage("--zero1 shards the CPU's optimizer (not with --device cuda)");
 #ifndef FASHION_MNIST_CUDA
   if (o.cuda) usage("--device cuda: this build has no CUDA (configure with -DTENFOLD_CUDA=ON where nvcc is installed)");
 #endif
@@ -223,8 +231,9 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   auto p = std::make_unique<parameters>(o.seed);
   p->each([&comm](const char*, auto& t) { comm.broadcast(t); }); // every replica starts from rank 0's
   if (root && !o.save_initial.empty())
-    io::save_parameters(o.save_initial, *p, {{"model", "tenfold examples/fashion_mnist cnn.hpp"}, {"epochs", "0"}, {"seed", std::to_string(o.seed)}});
-  auto s = std::make_unique<optimizer_state>();
+    io::save_parameters(
+        o.save_initial, *p,
+        {{"model", "tenfold examples/fashion_mnist cnn.hpp"}, {"epochs", "0"}, {"seed", std::to_string(o.seed)}});
   auto t = std::make_unique<trainer<B>>();
 #ifdef FASHION_MNIST_CUDA
   device_trainer_ptr gpu;
@@ -236,7 +245,12 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   using step_plan_type = typename trainer<B>::template plan_for<Comm>; // every rank sums the same buckets
   comm.check_same(step_plan_type::kept_bytes, "the gradients' bytes");
   comm.check_same(step_plan_type::template buckets<bucket_bytes>.count, "the gradient buckets");
+  // Adam: whole, with its moments beside the parameters, or sharded over the ranks (--zero1)
   optim::adam opt({.lr = o.lr});
+  std::unique_ptr<optimizer_state> s;
+  std::unique_ptr<typename trainer<B>::template sharded_optimizer<Comm>> sharded;
+  if (o.zero1) sharded = std::make_unique<typename trainer<B>::template sharded_optimizer<Comm>>(comm, opt.options);
+  else s = std::make_unique<optimizer_state>();
   rng shuffle_rng(o.seed * 2 + 1), dropout_rng(o.seed * 2 + 2);
   Tensor<float, shape<B, 28, 28, 1>> x;
   Tensor<std::int64_t, shape<B>> y;
@@ -251,8 +265,13 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   std::string ranks;
   if (comm.size() > 1) ranks = detail::message(" (", comm.size(), " ranks, ", part.count, " images each", batch % comm.size() ? " or fewer" : "", ")");
   if (root)
-    std::printf("fashion_mnist: %ld steps of %ld images per epoch%s, %d epochs, Adam lr %g (cosine), %s\n", steps, long(batch), ranks.c_str(),
-                o.epochs, double(o.lr), tty ? "progress below" : "one line per epoch");
+    std::printf("fashion_mnist: %ld steps of %ld images per epoch%s, %d epochs, Adam lr %g (cosine)%s, %s\n", steps,
+                long(batch), ranks.c_str(), o.epochs, double(o.lr),
+                sharded ? detail::message(", moments sharded (ZeRO-1: ", sharded->share_size(), " of ",
+                                          step_plan_type::kept_bytes / 4, " a rank)")
+                              .c_str()
+                        : "",
+                tty ? "progress below" : "one line per epoch");
   std::vector<double> losses, accuracies;
   double accuracy = 0;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
@@ -271,7 +290,8 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
       }
       if (!gpu)
 #endif
-        loss = t->step(*p, *s, opt, lr, x, y, part, dropout_rng, comm);
+        loss = sharded ? t->step(*p, *sharded, lr, x, y, part, dropout_rng, comm)
+                       : t->step(*p, *s, opt, lr, x, y, part, dropout_rng, comm);
       loss_sum += loss;
       if (step_log.is_open()) step_log << epoch << ',' << k << ',' << loss << '\n';
       if (tty && (k % 8 == 7 || k + 1 == steps)) {

@@ -1,4 +1,4 @@
-// trainer<32>::step: a rank's shard of the batch, under MPI (steps.hpp).
+// trainer<32>::run: a rank's shard of the batch, under MPI (steps.hpp).
 #include "steps.hpp"
 
 namespace fashion {

@@ -1,4 +1,4 @@
-// trainer<64>::step: the whole batch in one process (steps.hpp).
+// trainer<64>::run: the whole batch in one process (steps.hpp).
 #include "steps.hpp"
 
 namespace fashion {

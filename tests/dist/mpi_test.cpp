@@ -102,6 +102,48 @@ void collectives(dist::mpi_communicator& comm) {
   std::vector<float> mine{float(r), float(-r)}, all(std::size_t(2 * n));
   comm.all_gather(std::span<const float>(mine), std::span<float>(all));
   for (int k = 0; k < n; ++k) CHECK(all[std::size_t(2 * k)] == float(k) && all[std::size_t(2 * k + 1)] == float(-k));
+  // the same with uneven blocks, started and left running: rank i's block has i + 1 elements (ZeRO's
+  // pieces of a bucket), reduce-scattered out of one buffer, then all-gathered back into it in place
+  const auto ranks = std::size_t(n);
+  std::vector<int> sizes(ranks), at(ranks);
+  for (int i = 0; i < n; ++i) sizes[std::size_t(i)] = i + 1, at[std::size_t(i)] = i * (i + 1) / 2;
+  const int total = n * (n + 1) / 2;
+  const auto elements = std::size_t(total);
+  std::vector<float> whole(elements), piece(std::size_t(r) + 1, -1.0f);
+  for (int i = 0; i < total; ++i) whole[std::size_t(i)] = float(i * (r + 1));
+  auto rs =
+      comm.reduce_scatter_start(std::span<const float>(whole), std::span<float>(piece), std::span<const int>(sizes));
+  comm.wait(rs);
+  for (int j = 0; j <= r; ++j) CHECK(piece[std::size_t(j)] == float(at[std::size_t(r)] + j) * tri);
+  for (int j = 0; j <= r; ++j) whole[std::size_t(at[std::size_t(r)] + j)] = piece[std::size_t(j)];
+  auto ag = comm.all_gather_start(whole, std::span<const int>(sizes), std::span<const int>(at));
+  comm.wait(ag);
+  for (int i = 0; i < total; ++i) CHECK(whole[std::size_t(i)] == float(i) * tri);
+  // (blocks that do not fit: refused before anything starts)
+  CHECK(throws_containing(
+      [&] {
+        (void)comm.reduce_scatter_start(std::span<const float>(whole).first(std::size_t(total - 1)),
+                                        std::span<float>(piece), std::span<const int>(sizes));
+      },
+      "is not inside the buffer of"));
+  CHECK(throws_containing(
+      [&] {
+        (void)comm.reduce_scatter_start(std::span<const float>(whole), std::span<float>(piece).first(std::size_t(r)),
+                                        std::span<const int>(sizes));
+      },
+      "'s output has"));
+  CHECK(throws_containing(
+      [&] {
+        (void)comm.all_gather_start(std::span(whole).first(std::size_t(total - 1)), std::span<const int>(sizes),
+                                    std::span<const int>(at));
+      },
+      "is not inside the buffer"));
+  CHECK(throws_containing(
+      [&] {
+        (void)comm.all_gather_start(whole, std::span<const int>(sizes).first(std::size_t(n - 1)),
+                                    std::span<const int>(at));
+      },
+      "counts and"));
   comm.barrier();
 
   // errors: found locally, before any collective starts (so every rank throws, nobody waits)

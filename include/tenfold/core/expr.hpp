@@ -209,6 +209,10 @@ auto as_node(X&& x) {
     if constexpr (S::has_bounded && std::is_lvalue_reference_v<X>) {
       using E = std::remove_reference_t<decltype(*x.data())>;
       return leaf<E, S, canon(strides_of<S>), 0, bounded_ref_holder<E>>{{}, {x.data(), x.length_data()}};
+    } else if constexpr (S::has_bounded && borrows_elements_v<D>) {
+      // (a temporary map of a bounded shape: held by value, its pointer and its length)
+      using E = std::remove_reference_t<decltype(*x.data())>;
+      return leaf<E, S, canon(strides_of<S>), 0, own_holder<D>>{{}, {std::move(x)}};
     } else if constexpr (std::is_lvalue_reference_v<X> || borrows_elements_v<D>) {
       using E = std::remove_reference_t<decltype(*x.data())>; // const T for const tensors
       return leaf<E, S, canon(strides_of<S>), 0, ref_holder<E>>{{}, {x.data()}};

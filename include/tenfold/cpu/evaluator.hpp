@@ -438,7 +438,13 @@ void eval_with(Dst&& dst, Src&& src, Buffers& buffers) {
     // The destination takes the operands' length (or keeps its own, where none has one: a fill).
     index_t length = -1;
     find_length(root, length);
-    if constexpr (S::has_bounded) {
+    if constexpr (S::has_bounded && borrows_elements_v<std::remove_cvref_t<Dst>>) {
+      // (a TensorMap covers the caller's memory up to its length, no further: the operands must agree)
+      if (length >= 0 && length != out.length())
+        throw error(detail::message("tenfold::eval: a TensorMap", std::remove_cvref_t<Dst>::shape_string(),
+                                    " of length ", out.length(), " assigned operands of length ", length));
+      length = out.length();
+    } else if constexpr (S::has_bounded) {
       if (length >= 0) *out.holder.len = length;
       else length = out.length();
     }

@@ -4,6 +4,7 @@
 // communicator runs unchanged without MPI. Collectives work in place on contiguous buffers: a
 // std::span, a tenfold::Tensor or a TensorMap (anything with contiguous data() and size()).
 // Nothing here depends on MPI.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include <span>
 #include <string_view>
 #include <type_traits>
+
+#include "tenfold/core/error.hpp"
 
 namespace tenfold::dist {
 
@@ -44,6 +47,18 @@ class single_process {
   void allreduce(B&&, reduce_op = reduce_op::sum) {}
   template <buffer B>
   pending allreduce_start(B&&) {
+    return {};
+  }
+  // A reduce-scatter over one rank is a copy (counts: one block, all of `in`); an all-gather, nothing.
+  template <class T>
+  pending reduce_scatter_start(std::span<const T> in, std::span<T> out, std::span<const int> counts) {
+    if (counts.size() != 1 || std::size_t(counts[0]) != in.size() || out.size() != in.size())
+      throw error("tenfold::dist: reduce_scatter: one rank's block must be the whole input and the whole output");
+    std::copy(in.begin(), in.end(), out.begin());
+    return {};
+  }
+  template <buffer B>
+  pending all_gather_start(B&&, std::span<const int>, std::span<const int>) {
     return {};
   }
   void wait(pending&) {}

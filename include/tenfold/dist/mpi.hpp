@@ -209,6 +209,33 @@ class mpi_communicator {
     });
     wait(p);
   }
+  // Uneven blocks, started and left running (ZeRO's gradient step, bucket by bucket, while the backward
+  // pass goes on): `in` holds size() blocks one after another, block i of counts[i] elements, and rank
+  // i's `out` (counts[i] elements) becomes their sum over the ranks. `in`, `out` and `counts` must stay
+  // alive and untouched until wait().
+  template <class T>
+  [[nodiscard]] pending reduce_scatter_start(std::span<const T> in, std::span<T> out, std::span<const int> counts) {
+    check_blocks("reduce_scatter", in.size(), counts, {});
+    if (out.size() != std::size_t(counts[std::size_t(rank_)]))
+      throw error(::tenfold::detail::message("tenfold::dist: reduce_scatter: rank ", rank_, "'s output has ",
+                                             out.size(), " elements, its block ", counts[std::size_t(rank_)]));
+    return start<T>("reduce_scatter", in.size(), [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter(in.data(), out.data(), counts.data(), detail::mpi_type<T>(), MPI_SUM, comm_, r);
+    });
+  }
+  // In place, uneven blocks, started: rank i's block of `b` (counts[i] elements from displs[i]) is copied
+  // into every rank's `b` (ZeRO's parameter step: each rank updated its block). `b`, `counts` and
+  // `displs` must stay alive, and `b` untouched, until wait().
+  template <buffer B>
+  [[nodiscard]] pending all_gather_start(B&& b, std::span<const int> counts, std::span<const int> displs) {
+    auto s = as_span(b);
+    using T = typename decltype(s)::element_type;
+    check_blocks("all_gather", s.size(), counts, displs);
+    return start<T>("all_gather", s.size(), [&](MPI_Request* r) {
+      return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s.data(), counts.data(), displs.data(),
+                             detail::mpi_type<T>(), comm_, r);
+    });
+  }
   void barrier() {
     pending p = start<char>("barrier", 0, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
     wait(p);
@@ -302,6 +329,25 @@ class mpi_communicator {
     if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
     throw error(::tenfold::detail::message("tenfold::dist: rank ", rank_, " of ", size_, ": ", call, " (", what,
                                            ") failed: ", std::string(text, std::size_t(length))));
+  }
+  // size() blocks of counts[i] elements: one after another in a buffer of `total` (no displs), or each
+  // at displs[i] inside it.
+  void check_blocks(const char* what, std::size_t total, std::span<const int> counts,
+                    std::span<const int> displs) const {
+    if (counts.size() != std::size_t(size_) || (!displs.empty() && displs.size() != std::size_t(size_)))
+      throw error(::tenfold::detail::message("tenfold::dist: ", what, ": ", counts.size(), " counts and ",
+                                             displs.size(), " displacements for ", size_, " ranks"));
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      const long long at = displs.empty() ? (long long)sum : displs[i];
+      if (counts[i] < 0 || at < 0 || std::size_t(at) + std::size_t(counts[i]) > total)
+        throw error(::tenfold::detail::message("tenfold::dist: ", what, ": rank ", i, "'s block (", counts[i],
+                                               " elements at ", at, ") is not inside the buffer of ", total));
+      sum += std::size_t(counts[i]);
+    }
+    if (displs.empty() && sum != total)
+      throw error(::tenfold::detail::message("tenfold::dist: ", what, ": the blocks hold ", sum,
+                                             " elements, the buffer ", total));
   }
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size_)

@@ -290,13 +290,18 @@ struct step_plan {
       if (analysis.key[j] == plan::slot_key<Tag>()) return offsets[std::size_t(temporaries + j)];
     throw "tenfold::step_plan: no statement of this step uses this slot";
   }
-  // A kept slot's value in `arena` after the step (a TensorMap; until the next run over the arena).
+  // Where in the arena the kept slot of type L lies (bytes; the kept slots are at the front).
   template <class L>
-  static auto kept(std::span<std::byte> arena, const L&) {
+  static constexpr index_t kept_offset() {
     using R = detail::slot_read_t<L>;
     static_assert(!std::is_void_v<R> && plan::is_kept_tag_v<typename plan::slot_tag<R>::type> && L::contiguous,
                   "tenfold::step_plan::kept: the argument must be a kept slot (slot<T, S, kept<Tag>>)");
-    constexpr index_t at = slot_offset<typename plan::slot_tag<R>::type>();
+    return slot_offset<typename plan::slot_tag<R>::type>();
+  }
+  // A kept slot's value in `arena` after the step (a TensorMap; until the next run over the arena).
+  template <class L>
+  static auto kept(std::span<std::byte> arena, const L&) {
+    constexpr index_t at = kept_offset<L>();
     if (index_t(arena.size()) < bytes)
       throw error(
           detail::message("tenfold::step_plan::kept: the arena has ", arena.size(), " bytes; this step's has ", bytes));
