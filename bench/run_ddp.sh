@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel training throughput (issue 19): the Fashion-MNIST CNN for one epoch with tenfold
-# (examples/fashion_mnist: 1 process x 1 thread, 1 process x 2 threads, mpirun 2 ranks x 1 thread) and
+# (examples/fashion_mnist: 1 process x 1 thread, 1 process x 2 threads, mpirun 2 ranks x 1 thread, the
+# same with --zero1) and
 # with PyTorch (bench/fashion_mnist_ddp.py: DistributedDataParallel over gloo, 1 and 2 ranks x 1 thread;
 # bench/fashion_mnist_torch.py: 1 process x 2 threads), one after the other in one invocation, then a
 # Markdown table: epoch seconds, images/s, the scaling efficiency from 1 to 2 ranks (T1 / (2 T2)),
@@ -37,6 +38,8 @@ echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(uptime | s
 run tenfold_1x1 env TENFOLD_NUM_THREADS=1 "$binary" --epochs 1 "${steps[@]}" --out "$out/t1"
 run tenfold_1x2 env TENFOLD_NUM_THREADS=2 "$binary" --epochs 1 "${steps[@]}" --out "$out/t2"
 run tenfold_2x1 "${mpirun[@]}" -np 2 -x TENFOLD_NUM_THREADS=1 "$binary" --epochs 1 "${steps[@]}" --out "$out/t3"
+# ZeRO-1: Adam's moments sharded (a reduce-scatter per bucket, each rank's share updated, all-gathers)
+run tenfold_2x1_zero1 "${mpirun[@]}" -np 2 -x TENFOLD_NUM_THREADS=1 "$binary" --epochs 1 --zero1 "${steps[@]}" --out "$out/t4"
 # The machine's own ceiling: two one-thread processes training the whole epoch each, at the same time,
 # with no communication; the slower one's epoch. T1 / this is what sharing the cores, the caches and the
 # memory bus leaves of perfect scaling, before any collective.
@@ -62,7 +65,7 @@ awk -v images="$images" -v cpu="$(lscpu | sed -n 's/^Model name: *//p')" '
     printf "CPU: %s, %d images per epoch\n\n", cpu, images
     print "| run | epoch s | images/s |"
     print "|---|---|---|"
-    n = split("tenfold_1x1 tenfold_1x2 tenfold_2x1 tenfold_1x1_twice pytorch_ddp_1x1 pytorch_1x2 pytorch_ddp_2x1", order, " ")
+    n = split("tenfold_1x1 tenfold_1x2 tenfold_2x1 tenfold_2x1_zero1 tenfold_1x1_twice pytorch_ddp_1x1 pytorch_1x2 pytorch_ddp_2x1", order, " ")
     for (i = 1; i <= n; ++i) printf "| %s | %.1f | %.0f |\n", order[i], t[order[i]], images / t[order[i]]
     printf "\nscaling efficiency 1 -> 2 ranks: tenfold %.0f%%, PyTorch DDP %.0f%%\n",
            100 * t["tenfold_1x1"] / (2 * t["tenfold_2x1"]), 100 * t["pytorch_ddp_1x1"] / (2 * t["pytorch_ddp_2x1"])
