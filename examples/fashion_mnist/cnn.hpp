@@ -236,39 +236,13 @@ struct trainer {
   // the global batch's mean loss.
   template <class Comm>
   float step(parameters& p, optimizer_state& s, optim::adam& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
-             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm) {
-    using plan = plan_for<Comm>;
-    std::array<typename Comm::pending, plan::template buckets<bucket_bytes>.count> buckets{};
-    auto start = [&](int k, std::span<float> b) { buckets[std::size_t(k)] = comm.allreduce_start(b); };
-    run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
-    for (auto& b : buckets) comm.wait(b);
-    const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
-    auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
-    opt.begin_step(lr);
-    opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
-    opt.update(p.w2, s.w2, d(g.w2)), opt.update(p.g2, s.g2, d(g.g2)), opt.update(p.b2, s.b2, d(g.b2));
-    opt.update(p.w3, s.w3, d(g.w3)), opt.update(p.b3, s.b3, d(g.b3)), opt.update(p.w4, s.w4, d(g.w4)),
-        opt.update(p.b4, s.b4, d(g.b4));
-    return d(g.loss)();
-  }
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm);
   // The same step with ZeRO-1: each bucket's gradients reduce-scattered as it completes, Adam on this
   // rank's share, the parameters all-gathered. The same parameters as step() after every step, with a
   // share of Adam's moments per rank.
   template <class Comm>
   float step(parameters& p, sharded_optimizer<Comm>& opt, float lr, const Tensor<float, shape<B, 28, 28, 1>>& x,
-             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm) {
-    using dist::trained;
-    auto start = [&opt](int k, std::span<float> b) { opt.start_bucket(k, b); };
-    run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
-    const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
-    opt.update(lr, a, trained(p.w1, g.w1), trained(p.g1, g.g1), trained(p.b1, g.b1), trained(p.w2, g.w2),
-               trained(p.g2, g.g2), trained(p.b2, g.b2), trained(p.w3, g.w3), trained(p.b3, g.b3), trained(p.w4, g.w4),
-               trained(p.b4, g.b4));
-    // (the summed loss lies in one rank's share; the arena holds this rank's own)
-    float loss[1] = {plan_for<Comm>::kept(a, g.loss)()};
-    comm.allreduce(std::span(loss));
-    return loss[0];
-  }
+             const Tensor<std::int64_t, shape<B>>& labels, const shard& part, rng& dropout_rng, Comm& comm);
 
  private:
   // The global batch's mean and biased variance per channel of a [B, H, W, C] activation, over every
@@ -353,8 +327,8 @@ auto trainer<B>::statements(parameters& p, const Tensor<float, shape<B, 28, 28, 
       assign(p.var2, p.var2 * (1 - bn_momentum) + v.var2 * (bn_momentum * n2 / (n2 - 1))));
 }
 
-// Defined outside the class, so not inline: a file can declare its instantiation `extern template`
-// and leave it to another (main.cpp and step_64.cpp / step_32.cpp: the steps are most of the example's
+// Defined outside the class, so not inline: a file can declare their instantiations `extern template`
+// and leave them to another (main.cpp and step_64.cpp / step_32.cpp: the steps are most of the example's
 // compile time, and two files build in parallel).
 template <index_t B>
 template <class Comm>
@@ -379,6 +353,44 @@ void trainer<B>::run(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
   mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
   const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
   run_step(statements(p, x, labels, mine, comm), a, on_buckets<float, bucket_bytes>(on_bucket));
+}
+
+template <index_t B>
+template <class Comm>
+float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, float lr,
+                       const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+                       const shard& part, rng& dropout_rng, Comm& comm) {
+  using plan = plan_for<Comm>;
+  std::array<typename Comm::pending, plan::template buckets<bucket_bytes>.count> buckets{};
+  auto start = [&](int k, std::span<float> b) { buckets[std::size_t(k)] = comm.allreduce_start(b); };
+  run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
+  for (auto& b : buckets) comm.wait(b);
+  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
+  opt.begin_step(lr);
+  opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
+  opt.update(p.w2, s.w2, d(g.w2)), opt.update(p.g2, s.g2, d(g.g2)), opt.update(p.b2, s.b2, d(g.b2));
+  opt.update(p.w3, s.w3, d(g.w3)), opt.update(p.b3, s.b3, d(g.b3)), opt.update(p.w4, s.w4, d(g.w4)),
+      opt.update(p.b4, s.b4, d(g.b4));
+  return d(g.loss)();
+}
+
+template <index_t B>
+template <class Comm>
+float trainer<B>::step(parameters& p, sharded_optimizer<Comm>& opt, float lr,
+                       const Tensor<float, shape<B, 28, 28, 1>>& x, const Tensor<std::int64_t, shape<B>>& labels,
+                       const shard& part, rng& dropout_rng, Comm& comm) {
+  using dist::trained;
+  auto start = [&opt](int k, std::span<float> b) { opt.start_bucket(k, b); };
+  run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
+  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  opt.update(lr, a, trained(p.w1, g.w1), trained(p.g1, g.g1), trained(p.b1, g.b1), trained(p.w2, g.w2),
+             trained(p.g2, g.g2), trained(p.b2, g.b2), trained(p.w3, g.w3), trained(p.b3, g.b3), trained(p.w4, g.w4),
+             trained(p.b4, g.b4));
+  // (the summed loss lies in one rank's share; the arena holds this rank's own)
+  float loss[1] = {plan_for<Comm>::kept(a, g.loss)()};
+  comm.allreduce(std::span(loss));
+  return loss[0];
 }
 
 // Inference: batch norm with the running statistics, no dropout; the logits of a batch.

@@ -52,6 +52,8 @@ class sharded_adam {
   static constexpr int bucket_count = buckets.count;
   static constexpr index_t line = 64 / index_t(sizeof(T)); // elements per 64-byte line
   static_assert(bucket_count > 0, "tenfold::dist::sharded_adam: the step has no kept slots to shard");
+  // A part of a parameter as rows of a line: as many as the kept region has at most
+  using rows_shape = shape<upto<Plan::kept_bytes / 64>, line>;
 
  public:
   sharded_adam(Comm& comm, optim::adam_options o = {})
@@ -161,7 +163,7 @@ class sharded_adam {
       if constexpr (rows > 0) {
         const index_t full = std::min(hi, o + rows * line);
         if (full > lo) {
-          using R = shape<upto<rows>, line>;
+          using R = rows_shape; // (one type for every parameter: one instantiation of the update)
           const auto q = part(lo - o);
           const index_t length = (full - lo) / line;
           TensorMap<T, R> pm(q[0], length), mm(q[1], length), vm(q[2], length);
