@@ -17,29 +17,14 @@
 #include <tenfold/dist/mpi.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include "dist_check.hpp"
+
 using namespace tenfold;
+using dist_check::checks;
+using dist_check::throws_containing;
 using dist::reduce_op;
 
 namespace {
-int checks = 0;
-#define CHECK(cond)                                                                                                    \
-  do {                                                                                                                 \
-    ++checks;                                                                                                          \
-    if (!(cond)) throw error(std::string("check failed: ") + #cond + " (line " + std::to_string(__LINE__) + ")");      \
-  } while (0)
-
-template <class F>
-bool throws_containing(F&& f, const std::string& text) {
-  try {
-    f();
-  } catch (const error& e) {
-    if (std::string(e.what()).find(text) != std::string::npos) return true;
-    std::fprintf(stderr, "unexpected message: %s\n", e.what());
-    return false;
-  }
-  return false;
-}
-
 void collectives(dist::mpi_communicator& comm) {
   const int r = comm.rank(), n = comm.size();
   const float tri = float(n * (n + 1) / 2); // sum over ranks of (rank + 1)

@@ -13,15 +13,13 @@
 #include <tenfold/dist/sharded_adam.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include "dist_check.hpp"
+
 using namespace tenfold;
+using dist_check::checks;
+using dist_check::throws_containing;
 
 namespace {
-int checks = 0;
-#define CHECK(cond)                                                                                                    \
-  do {                                                                                                                 \
-    ++checks;                                                                                                          \
-    if (!(cond)) throw error(std::string("check failed: ") + #cond + " (line " + std::to_string(__LINE__) + ")");      \
-  } while (0)
 
 struct params {
   Tensor<float, shape<40, 16>> a; // 40 rows of 16: no tail
@@ -122,20 +120,8 @@ void sharded_against_whole(dist::mpi_communicator& comm) {
 
   // misuse: a span that is not the bucket, an arena too small (before any collective starts)
   std::vector<float> wrong(7);
-  bool threw = false;
-  try {
-    sharded.start_bucket(0, wrong);
-  } catch (const error& e) {
-    threw = std::string(e.what()).find("is not one of the step's 3 buckets") != std::string::npos;
-  }
-  CHECK(threw);
-  threw = false;
-  try {
-    sharded.update(1e-3f, as.first(16), dist::trained(ps.e, g.e));
-  } catch (const error& e) {
-    threw = std::string(e.what()).find("the arena has 16 bytes") != std::string::npos;
-  }
-  CHECK(threw);
+  CHECK(throws_containing([&] { sharded.start_bucket(0, wrong); }, "is not one of the step's 3 buckets"));
+  CHECK(throws_containing([&] { sharded.update(1e-3f, as.first(16), dist::trained(ps.e, g.e)); }, "the arena has 16 bytes"));
 }
 } // namespace
 
