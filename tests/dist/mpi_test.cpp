@@ -20,9 +20,9 @@
 #include "dist_check.hpp"
 
 using namespace tenfold;
+using dist::reduce_op;
 using dist_check::checks;
 using dist_check::throws_containing;
-using dist::reduce_op;
 
 namespace {
 void collectives(dist::mpi_communicator& comm) {

@@ -121,7 +121,8 @@ void sharded_against_whole(dist::mpi_communicator& comm) {
   // misuse: a span that is not the bucket, an arena too small (before any collective starts)
   std::vector<float> wrong(7);
   CHECK(throws_containing([&] { sharded.start_bucket(0, wrong); }, "is not one of the step's 3 buckets"));
-  CHECK(throws_containing([&] { sharded.update(1e-3f, as.first(16), dist::trained(ps.e, g.e)); }, "the arena has 16 bytes"));
+  CHECK(throws_containing([&] { sharded.update(1e-3f, as.first(16), dist::trained(ps.e, g.e)); },
+                          "the arena has 16 bytes"));
 }
 } // namespace
 
