@@ -2,7 +2,8 @@
 // groups incl. depthwise, kernels 1x1 / 3x3 / 5x3, odd sizes, batch 1 and 3), both layouts, f32 and
 // f64; the element-wise fallback (`at`); strided (permuted) inputs and non-leaf operands; the fused
 // bias + relu / residual epilogue against the separate computation; thread splits against one
-// single-range GEMM, bit for bit ([determinism], also run with 1 and 2 threads); the plan (one nest).
+// single-range GEMM, bit for bit ([determinism], also run with 1 and 2 threads); NCHW computed in NHWC's
+// form against the NHWC convolution, bit for bit; the plan (one nest).
 // conv_transpose2d is in conv_transpose_test.cpp.
 #include "conv_test_support.hpp"
 
@@ -224,6 +225,34 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
         for (index_t o = 0; o < 16; ++o) kg(n, i, j, o) = kk(i, j, n, o);
   Tensor<float, shape<1, 3, 3, 16>> kyv = conv2d(kx, permute<1, 2, 0, 3>(kg), padding<1>, nhwc);
   require_close<float>(kyv, naive<float>(kc, true, false, kx.data(), kk.data()), "k-sliced conv, strided kernel");
+}
+
+// An NCHW convolution turned into its NHWC form (cpu/conv.hpp: the padded copy written channels-last,
+// C's blocks transposed back): the NHWC convolution of the same values, bit for bit, bare (transposed
+// straight into y's planes) and through a fused store (a transposed block, then the epilogue); batch 3,
+// so that blocks of C's rows span images. ctest runs it with 1 and 2 threads.
+TEST_CASE("conv2d NCHW turned into its NHWC form gives the NHWC convolution's bits", "[conv][determinism]") {
+  Tensor<float, shape<3, 32, 6, 28>> x; // NCHW
+  Tensor<float, shape<24, 32, 3, 3>> w; // OIHW
+  Tensor<float, shape<24, 1, 1>> b;
+  fill(x, 40), fill(w, 41), fill(b, 42);
+  static_assert(cpu::conv_turned<float, decltype(conv2d(x, w, padding<1>))>()); // 32 channels: whole vectors on any ISA
+  Tensor<float, shape<3, 6, 28, 32>> hx = permute<0, 2, 3, 1>(x);
+  Tensor<float, shape<3, 3, 32, 24>> hw = permute<2, 3, 1, 0>(w);
+  Tensor<float, shape<3, 6, 28, 24>> hy = conv2d(hx, hw, padding<1>, nhwc);
+  Tensor<float, shape<3, 24, 6, 28>> y = conv2d(x, w, padding<1>), yf = relu(conv2d(x, w, padding<1>) + b);
+  for (index_t n = 0; n < 3; ++n)
+    for (index_t c = 0; c < 24; ++c)
+      for (index_t i = 0; i < 6; ++i)
+        for (index_t j = 0; j < 28; ++j) {
+          REQUIRE(y(n, c, i, j) == hy(n, i, j, c));
+          REQUIRE(yf(n, c, i, j) == std::max(hy(n, i, j, c) + b(c, 0, 0), 0.0f));
+        }
+  const conv_case p{.n = 3, .c = 32, .h = 6, .w = 28, .oc = 24, .kh = 3, .kw = 3, .ph = 1, .pw = 1};
+  require_close<float>(y, naive<float>(p, false, false, x.data(), w.data()), "turned NCHW conv");
+  // Not turned: a first layer's single channel (too few FLOPs per output for the transposes).
+  Tensor<float, shape<3, 1, 6, 28>> x1;
+  static_assert(!cpu::conv_turned<float, decltype(conv2d(x1, Tensor<float, shape<24, 1, 3, 3>>{}, padding<1>))>());
 }
 
 // NHWC windows read in place over a padded copy of the input (cpu/conv_padded.hpp): the same values in

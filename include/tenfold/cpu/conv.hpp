@@ -5,6 +5,11 @@
 //   NHWC: per group, C[N*OH*OW, OCg] = im2col(x)[N*OH*OW, KH*KW*Cg] * W[KH*KW*Cg, OCg]   (im2col is A)
 //   NCHW: per image and group, C[OCg, OH*OW] = W[OCg, Cg*KH*KW] * im2col(x)[Cg*KH*KW, OH*OW] (im2col is B)
 // A 1x1 convolution with stride 1 and no padding reads x as a plain matrix: no im2col at all.
+// An NCHW convolution whose NHWC form reads its windows in place (cpu/conv_padded.hpp) takes that form
+// ("turned"): the padded copy of x is written channels-last, C's rows are the batch's positions, and
+// each finished block of C is transposed back into rows of channels before the store. The NCHW form
+// packs every window (KH*KW copies of x) per image and panel; the transposes are one pass each over x
+// and y. (k then runs over (kh, kw, c): other bits than the NCHW form's, the same for any thread count.)
 #include "tenfold/cpu/conv_padded.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
 
@@ -90,6 +95,26 @@ auto weight_operand(const EW* p) {
   else return conv_weight_ref<EW>{p, &d};
 }
 
+// The geometry with k in NHWC's order (kh, kw, c) over the same strides by role.
+template <class Cv>
+constexpr conv_dims conv_dims_hwc() {
+  conv_dims d = conv_dims_of<Cv>();
+  d.nhwc = true;
+  return d;
+}
+
+// Whether NCHW convolution Cv is computed in its NHWC form (see the top): where its windows then read in
+// place and its channels are whole vectors. (A first layer's 1 -> 32 channels at 28 x 28, 9 taps, has too
+// few FLOPs per output for the transposes: 78 -> 29 GFLOP/s turned, one thread on Intel model 167.)
+template <class T, class Cv>
+constexpr bool conv_turned() {
+  if constexpr (Cv::nhwc || Cv::geometry.transposed || conv_pointwise<Cv>() || Cv::Cg % gemm_tile<T>::W != 0)
+    return false;
+  else
+    return conv_reads_a_in_place<T, Cv, true>(
+        gemm_config_for<T>(Cv::N * Cv::OH * Cv::OW, Cv::OCg, Cv::Cg * Cv::KH * Cv::KW));
+}
+
 template <class Dst, class N>
 void run_conv(const Dst& dst, const N& root) {
   using Cv = std::remove_cvref_t<decltype(find_matmul(root))>;
@@ -98,13 +123,16 @@ void run_conv(const Dst& dst, const N& root) {
     run_elementwise(dst, root); // integer convolutions: one sum per element through `at`
   } else {
     using S = typename N::shape_type;
-    static constexpr conv_dims dims = conv_dims_of<Cv>();
     using EX = std::remove_const_t<typename Cv::x_type::element_type>;
     using EW = std::remove_const_t<typename Cv::w_type::element_type>;
-    constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), direct = conv_direct<Dst, N, Cv, T>();
+    // hwc: C's rows are positions (NHWC, or NCHW turned); else they are one image's channels.
+    constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), turned = conv_turned<T, Cv>(),
+                   hwc = nhwc || turned;
+    constexpr bool direct = !turned && conv_direct<Dst, N, Cv, T>();
+    static constexpr conv_dims dims = turned ? conv_dims_hwc<Cv>() : conv_dims_of<Cv>();
     constexpr index_t OH = Cv::OH, OW = Cv::OW, OCg = Cv::OCg, groups = Cv::groups;
-    constexpr index_t M = nhwc ? Cv::N * OH * OW : OCg, NC = nhwc ? OCg : OH * OW, K = Cv::Cg * Cv::KH * Cv::KW;
-    constexpr index_t gemms = nhwc ? groups : Cv::N * groups; // independent products
+    constexpr index_t M = hwc ? Cv::N * OH * OW : OCg, NC = hwc ? OCg : OH * OW, K = Cv::Cg * Cv::KH * Cv::KW;
+    constexpr index_t gemms = hwc ? groups : Cv::N * groups; // independent products
     const Cv& cv = find_matmul(root);
     const EX* xp = detail::get<0>(cv.args).data() + Cv::x_type::offset;
     const EW* wp = detail::get<1>(cv.args).data() + Cv::w_type::offset;
@@ -121,13 +149,16 @@ void run_conv(const Dst& dst, const N& root) {
     constexpr index_t slices = gemms == 1 ? gemm_k_slices<T>(M, NC, K) : 1;
     const gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(M, NC, K, gemms, false, cfg);
     // NHWC windows read in place over a padded copy of the images a part's rows cover (cpu/conv_padded.hpp).
-    constexpr bool in_place = nhwc && !pointwise && slices == 1 && conv_reads_a_in_place<T, Cv>(cfg);
+    constexpr bool in_place = hwc && !pointwise && slices == 1 && conv_reads_a_in_place<T, Cv, hwc>(cfg);
+    static_assert(!turned || in_place, "an NCHW convolution is turned only where its windows are read in place");
     const index_t parts = sched.parts;
     auto task = [&](index_t t0, index_t t1) {
       for (index_t t = t0; t < t1; ++t) {
-        const index_t b = t / parts, g = b % groups, n = nhwc ? 0 : b / groups;
+        const index_t b = t / parts, g = b % groups, n = hwc ? 0 : b / groups;
         const gemm_part range = gemm_split<T>(M, NC, t % parts, parts, cfg.split);
-        auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+        // A finished block of C in the layout's orientation (image n's channels for NCHW) through the
+        // consumer expression into dst.
+        auto store_block = [&](index_t n, const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
           const auto tail = substitute_block(root, Block{{}, c, ldc, i0, j0, g * OCg});
           auto run = [&](const index_array& i, index_t lo, index_t hi) {
             const auto d = make_row<3, L>(dst, i.data());
@@ -147,9 +178,32 @@ void run_conv(const Dst& dst, const N& root) {
             }
           }
         };
+        auto store = [&](const T* c, index_t ldc, index_t i0, index_t mc, index_t j0, index_t nc) {
+          if constexpr (turned) { // positions x channels -> channels x positions, one image at a time
+            // The bare conv into planes of contiguous rows: transposed straight into them.
+            constexpr auto ds = Dst::strides;
+            constexpr bool planes = conv_direct<Dst, N, Cv, T>() && ds[2] == OW;
+            T* ct = planes ? nullptr : conv_workspace<T>::local().turned.get(nc * mc);
+            for (index_t r = i0; r < i0 + mc;) {
+              const index_t image = r / (OH * OW), p0 = r % (OH * OW), count = std::min(OH * OW - p0, i0 + mc - r);
+              const T* cr = c + (r - i0) * ldc;
+              if constexpr (planes) {
+                T* out = dst.data() + Dst::offset + image * ds[0] + (g * OCg + j0) * ds[1] + p0;
+                transpose_copy(cr, ldc, count, nc, [&](index_t j) { return out + j * ds[1]; });
+              } else {
+                transpose_copy(cr, ldc, count, nc, [&](index_t j) { return ct + j * count; });
+                store_block(image, ct, count, j0, nc, p0, count);
+              }
+              r += count;
+            }
+          } else store_block(n, c, ldc, i0, mc, j0, nc);
+        };
         // Group g's first input channel in x and its first element in w.
         const index_t x_group = g * Cv::Cg * dims.xc, w_group = g * (Cv::geometry.transposed ? Cv::Cg * dims.wc : OCg * dims.wm);
-        const auto w = weight_operand<Cv>(wp + w_group);
+        const auto w = [&] {
+          if constexpr (turned) return conv_weight_ref<EW>{wp + w_group, &dims};
+          else return weight_operand<Cv>(wp + w_group);
+        }();
         auto product = [&](const auto& a, const auto& bm) {
           auto run = [&](const auto& out) {
             if constexpr (slices > 1) gemm_k_sliced<T>(a, bm, M, NC, K, slices, out, cfg);
@@ -163,7 +217,7 @@ void run_conv(const Dst& dst, const N& root) {
             run(gemm_erased_out<T>::of(store));
           }
         };
-        if constexpr (nhwc) {
+        if constexpr (hwc) {
           const EX* xg = xp + x_group;
           if constexpr (pointwise) product(matrix_ref<EX>{xg, dims.xw, dims.xc}, w);
           else if constexpr (in_place) {

@@ -16,19 +16,27 @@
 #include <utility> // std::pair
 
 #include "tenfold/cpu/conv_pack.hpp"
+#include "tenfold/cpu/transpose.hpp"
 
 namespace tenfold::cpu {
 
-// The padded copy of the input (images [n0, n1) of a group's channels) and the k slice's group offsets,
-// per thread.
+// The padded copy of the input (images [n0, n1) of a group's channels), the k slice's group offsets and
+// a transposed block of C, per thread.
 template <class T>
 struct conv_workspace {
   struct pad_tag;
   struct offsets_tag;
+  struct turned_tag;
   scratch_buffer<T, pad_tag> pad;
   scratch_buffer<index_t, offsets_tag> offsets;
+  scratch_buffer<T, turned_tag> turned; // a block of C transposed (cpu/conv.hpp: NCHW in NHWC's order)
   static conv_workspace& local() {
-    [[maybe_unused]] static const bool registered = (register_scratch([] { local().pad.grow_to_largest(), local().offsets.grow_to_largest(); }), true);
+    [[maybe_unused]] static const bool registered = (register_scratch([] {
+                                                       auto& w = local();
+                                                       w.pad.grow_to_largest(), w.offsets.grow_to_largest(),
+                                                           w.turned.grow_to_largest();
+                                                     }),
+                                                     true);
     static thread_local conv_workspace w;
     return w;
   }
@@ -63,12 +71,13 @@ struct padded_axis {
 // x as a plain matrix already), a transposed one only at stride 1, channels in whole vectors or fewer than
 // 4 (group 1), KC slices of whole groups, and output rows that are at least 7/8 whole panels (the panels
 // stop at the end of a row: OW = 14 or 28 with MR = 14; 28 with MR = 6 is 28/30).
-template <class T, class Cv>
+// Hwc: k runs over (kh, kw, c) (an NHWC convolution, or an NCHW one computed in NHWC's order: cpu/conv.hpp).
+template <class T, class Cv, bool Hwc = Cv::nhwc>
 constexpr bool conv_reads_a_in_place(const gemm_config& cfg) {
   constexpr conv_geometry G = Cv::geometry;
   constexpr index_t W = gemm_tile<T>::W, MR = gemm_tile<T>::MR;
   using EX = std::remove_const_t<typename Cv::x_type::element_type>;
-  if constexpr (!Cv::nhwc || !std::is_same_v<EX, T> || (G.transposed && (G.stride_h != 1 || G.stride_w != 1))) return false;
+  if constexpr (!Hwc || !std::is_same_v<EX, T> || (G.transposed && (G.stride_h != 1 || G.stride_w != 1))) return false;
   else {
     constexpr index_t panels = (Cv::OW + MR - 1) / MR;
     const bool whole = Cv::Cg % W == 0 && cfg.kc % W == 0;
@@ -88,6 +97,8 @@ im2col_padded_ref<T, Lda, Group> pad_images(const T* x, const conv_dims& d, inde
   const auto [left, right] = padded_axis::padding(d.W, d.OW, d.KW, d.sw, d.pw, d.dw, d.transposed);
   const index_t C = d.Cg, hp = top + d.H + bottom, wp = left + d.W + right, row = wp * C;
   T* out = conv_workspace<T>::local().pad.get(std::max<index_t>(1, (n1 - n0) * hp * row));
+  // Channels first (NCHW, each channel's plane contiguous): a plane [C, H * W] transposed into the rows.
+  const bool planes = d.xw == 1 && d.xh == d.W && C > 1;
   for (index_t n = n0; n < n1; ++n) {
     T* img = out + (n - n0) * hp * row;
     std::fill_n(img, top * row, T(0));
@@ -95,13 +106,17 @@ im2col_padded_ref<T, Lda, Group> pad_images(const T* x, const conv_dims& d, inde
       T* o = img + (top + h) * row;
       std::fill_n(o, left * C, T(0));
       const T* src = x + n * d.xn + h * d.xh;
-      if (d.xc == 1 && d.xw == C) std::memcpy(o + left * C, src, sizeof(T) * std::size_t(d.W * C));
+      if (planes) {
+      } else if (d.xc == 1 && d.xw == C) std::memcpy(o + left * C, src, sizeof(T) * std::size_t(d.W * C));
       else
         for (index_t w = 0; w < d.W; ++w)
           for (index_t c = 0; c < C; ++c) o[(left + w) * C + c] = src[w * d.xw + c * d.xc];
       std::fill_n(o + (left + d.W) * C, right * C, T(0));
     }
     std::fill_n(img + (top + d.H) * row, bottom * row, T(0));
+    if (planes)
+      transpose_copy(x + n * d.xn, d.xc, C, d.H * d.W,
+                     [&](index_t p) { return img + ((top + p / d.W) * wp + left + p % d.W) * C; });
   }
   return {out, n0, &d, hp, wp, top, left};
 }

@@ -49,6 +49,32 @@ TENFOLD_INLINE void transpose_square(std::array<xsimd::batch<L>, W>& r) {
   }
 }
 
+// row(j)[r] = src[r * lds + j] for r < rows, j < cols: a matrix transposed, its output rows wherever
+// `row` puts them (a padded image's positions, say). Whole W x W tiles in registers (transpose_square),
+// the edges one value at a time.
+template <class T, class Row>
+void transpose_copy(const T* src, index_t lds, index_t rows, index_t cols, const Row& row) {
+  using B = xsimd::batch<T>;
+  constexpr index_t W = index_t(B::size);
+  const index_t rv = rows / W * W, cv = cols / W * W;
+  for (index_t r0 = 0; r0 < rv; r0 += W) {
+    for (index_t j0 = 0; j0 < cv; j0 += W) {
+      std::array<B, std::size_t(W)> t;
+      for (index_t q = 0; q < W; ++q) t[std::size_t(q)] = B::load_unaligned(src + (r0 + q) * lds + j0);
+      transpose_square(t);
+      for (index_t q = 0; q < W; ++q) t[std::size_t(q)].store_unaligned(row(j0 + q) + r0);
+    }
+    for (index_t j = cv; j < cols; ++j) {
+      T* o = row(j) + r0;
+      for (index_t q = 0; q < W; ++q) o[q] = src[(r0 + q) * lds + j];
+    }
+  }
+  for (index_t j = 0; j < cols; ++j) {
+    T* o = row(j);
+    for (index_t r = rv; r < rows; ++r) o[r] = src[r * lds + j];
+  }
+}
+
 // A store that bypasses the caches (no read-for-ownership) where the ISA has one and the address is
 // aligned: for outputs far larger than the last-level cache.
 template <class L>
