@@ -122,10 +122,12 @@ index_t pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index
             for (; k + W <= kc; k += W, src += W, out += W * MR) {
               std::array<batch<T>, std::size_t(W)> t;
 #pragma GCC unroll 16
-              for (index_t r = 0; r < W; ++r) t[std::size_t(r)] = batch<T>::load_unaligned(src + std::min(r, MR - 1) * a.rs);
+              for (index_t r = 0; r < W; ++r)
+                t[std::size_t(r)] = batch<T>::load_unaligned(src + std::min(r, MR - 1) * a.rs);
               transpose_square(t);
 #pragma GCC unroll 16
-              for (index_t q = 0; q < W; ++q) t[std::size_t(q)].store_unaligned(out + q * MR); // (in k order: see above)
+              for (index_t q = 0; q < W; ++q)
+                t[std::size_t(q)].store_unaligned(out + q * MR); // (in k order: see above)
             }
 #endif
         for (; k < kc; ++k, src += a.cs, out += MR)
