@@ -116,7 +116,7 @@ im2col_padded_ref<T, Lda, Group> pad_images(const T* x, const conv_dims& d, inde
     std::fill_n(img + (top + d.H) * row, bottom * row, T(0));
     if (planes)
       transpose_copy(x + n * d.xn, d.xc, C, d.H * d.W,
-                     [&](index_t p) { return img + ((top + p / d.W) * wp + left + p % d.W) * C; });
+                     [&, t = top, l = left](index_t p) { return img + ((t + p / d.W) * wp + l + p % d.W) * C; }); // (clang: no structured bindings in captures)
   }
   return {out, n0, &d, hp, wp, top, left};
 }
