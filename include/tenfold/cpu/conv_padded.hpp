@@ -106,11 +106,12 @@ im2col_padded_ref<T, Lda, Group> pad_images(const T* x, const conv_dims& d, inde
       T* o = img + (top + h) * row;
       std::fill_n(o, left * C, T(0));
       const T* src = x + n * d.xn + h * d.xh;
-      if (planes) {
-      } else if (d.xc == 1 && d.xw == C) std::memcpy(o + left * C, src, sizeof(T) * std::size_t(d.W * C));
-      else
-        for (index_t w = 0; w < d.W; ++w)
-          for (index_t c = 0; c < C; ++c) o[(left + w) * C + c] = src[w * d.xw + c * d.xc];
+      if (!planes) {
+        if (d.xc == 1 && d.xw == C) std::memcpy(o + left * C, src, sizeof(T) * std::size_t(d.W * C));
+        else
+          for (index_t w = 0; w < d.W; ++w)
+            for (index_t c = 0; c < C; ++c) o[(left + w) * C + c] = src[w * d.xw + c * d.xc];
+      } // (else the plane's transpose below fills the row)
       std::fill_n(o + (left + d.W) * C, right * C, T(0));
     }
     std::fill_n(img + (top + d.H) * row, bottom * row, T(0));
