@@ -165,6 +165,20 @@ TEST_CASE("gemm: a matmul's automatic split axis", "[gemm]") {
   STATIC_REQUIRE(matmul_split_axis<float>(384, 384, false, automatic) == automatic);
   STATIC_REQUIRE(matmul_split_axis<float>(4, 20, false, automatic) == automatic); // N under two panels
   STATIC_REQUIRE(matmul_split_axis<float>(128, 384, false, gemm_split_axis::rows) == gemm_split_axis::rows);
+  // A tuned `columns` spares each thread packing all of B: not where B is packed already (MiniLM's
+  // Prepacked weights at 32 x 128 would have each thread pack all of A).
+  STATIC_REQUIRE(matmul_split_axis<float>(4096, 1152, true, gemm_split_axis::columns) == automatic);
+  STATIC_REQUIRE(matmul_split_axis<float>(4096, 1152, false, gemm_split_axis::columns) == gemm_split_axis::columns);
+  // A forced axis with fewer tiles than parts leaves no part empty: the automatic choice holds there.
+  {
+    constexpr index_t NR = cpu::gemm_tile<float>::NR, MR = cpu::gemm_tile<float>::MR;
+    const cpu::gemm_part narrow = cpu::gemm_split<float>(1000, NR, 1, 2, gemm_split_axis::columns);
+    CHECK((narrow.r0 > 0 && narrow.r1 == 1000 && narrow.c0 == 0 && narrow.c1 == NR)); // cut along M
+    const cpu::gemm_part flat = cpu::gemm_split<float>(MR, 1000, 1, 2, gemm_split_axis::rows);
+    CHECK((flat.r0 == 0 && flat.r1 == MR && flat.c0 > 0 && flat.c1 == 1000)); // cut along N
+    const cpu::gemm_part wide = cpu::gemm_split<float>(1000, 4 * NR, 1, 2, gemm_split_axis::columns);
+    CHECK((wide.r0 == 0 && wide.r1 == 1000 && wide.c0 == 2 * NR && wide.c1 == 4 * NR)); // as forced
+  }
   // Through eval on the pool (ctest runs this with 1 and 2 threads), M < N, so cut along N: bit for bit
   // the single range, with A row-major and transposed (a weight's gradient xᵀ g), bare and with an
   // epilogue (scratch blocks of every row and a part's columns).

@@ -103,6 +103,12 @@ constexpr conv_dims conv_dims_hwc() {
   return d;
 }
 
+// The blocking of a convolution's product: the defaults, not the tuned table's (tools/tune times matmuls,
+// whose A is a plain matrix; here A is the im2col read through the windows, the dearer operand to pack.
+// The large class's tuned choice on Intel model 167, one part per thread and each thread packing all of
+// A, ran c2 at batch 32 at 0.88-0.93x of the defaults: bench/RESULTS.md).
+inline constexpr gemm_config conv_gemm_config{};
+
 // Whether NCHW convolution Cv is computed in its NHWC form (see the top): where its windows then read in
 // place and its channels are whole vectors. (A first layer's 1 -> 32 channels at 28 x 28, 9 taps, has too
 // few FLOPs per output for the transposes: 78 -> 29 GFLOP/s turned, one thread on Intel model 167.)
@@ -110,9 +116,7 @@ template <class T, class Cv>
 constexpr bool conv_turned() {
   if constexpr (Cv::nhwc || Cv::geometry.transposed || conv_pointwise<Cv>() || Cv::Cg % gemm_tile<T>::W != 0)
     return false;
-  else
-    return conv_reads_a_in_place<T, Cv, true>(
-        gemm_config_for<T>(Cv::N * Cv::OH * Cv::OW, Cv::OCg, Cv::Cg * Cv::KH * Cv::KW));
+  else return conv_reads_a_in_place<T, Cv, true>(conv_gemm_config);
 }
 
 template <class Dst, class N>
@@ -144,7 +148,7 @@ void run_conv(const Dst& dst, const N& root) {
     using L = std::conditional_t<vec, L0, float>;
     using index_array = std::array<index_t, 5>;
     // Threads as run_gemm splits them: whole products per thread when there are enough, else each is cut.
-    constexpr gemm_config cfg = gemm_config_for<T>(M, NC, K);
+    constexpr gemm_config cfg = conv_gemm_config;
     // A single product too small to cut over threads is cut along k instead (a weight gradient's).
     constexpr index_t slices = gemms == 1 ? gemm_k_slices<T>(M, NC, K) : 1;
     const gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(M, NC, K, gemms, false, cfg);
