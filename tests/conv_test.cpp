@@ -173,7 +173,7 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   static constexpr cpu::conv_dims dims = cpu::conv_dims_of<Cv>();
   cpu::gemm_range<float>(cpu::conv_weight_ref<float>{w.data(), &dims}, cpu::im2col_cols_ref<float>{x.data(), &dims}, M, K,
                          cpu::gemm_part{0, M, 0, N}, cpu::gemm_direct_out<float>{serial.data(), N},
-                         cpu::gemm_config_for<float>(M, N, K)); // the evaluator's (tuned) configuration
+                         cpu::conv_gemm_config); // the evaluator's configuration
   static_assert(std::is_same_v<XL, detail::node_t<Tensor<float, shape<1, 32, 17, 15>>&>>);
   for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == serial.data()[i]);
   Tensor<float, shape<1, 40, 17, 15>> serial_fused = relu(serial + b);
@@ -189,7 +189,7 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   static constexpr cpu::conv_dims hdims = cpu::conv_dims_of<Hv>();
   cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{hx.data(), &hdims}, cpu::conv_weight_ref<float>{hwt.data(), &hdims}, 2 * 17 * 15, K,
                          cpu::gemm_part{0, 2 * 17 * 15, 0, 40}, cpu::gemm_direct_out<float>{hserial.data(), 40},
-                         cpu::gemm_config_for<float>(2 * 17 * 15, 40, K));
+                         cpu::conv_gemm_config);
   for (index_t i = 0; i < hy.size(); ++i) REQUIRE(hy.data()[i] == hserial.data()[i]);
 
   // One output tile of long sums (a first layer's weight gradient as autodiff writes it: x with the
@@ -205,7 +205,7 @@ TEST_CASE("conv2d split over threads gives the bits of the single-range GEMM", "
   static_assert(slices > 1);
   Tensor<float, shape<1, 3, 3, 16>> ky = conv2d(kx, kk, padding<1>, nhwc), kyf = relu(conv2d(kx, kk, padding<1>, nhwc) + kb);
   static constexpr cpu::conv_dims kdims = cpu::conv_dims_of<Kv>();
-  const cpu::gemm_config kcfg = cpu::gemm_config_for<float>(KM, KN, KK);
+  const cpu::gemm_config kcfg = cpu::conv_gemm_config;
   std::vector<float> ksum(KM * KN), kpart(KM * KN);
   for (index_t s = 0; s < slices; ++s) {
     cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{kx.data(), &kdims}, cpu::weight_operand<Kv>(kk.data()), KM, KK,
@@ -265,7 +265,7 @@ void require_in_place_bits(const X& x, const Wt& w) {
   constexpr index_t OHW = Cv::OH * Cv::OW, M = Cv::N * OHW, N = Cv::OCg, K = Cv::Cg * Cv::KH * Cv::KW;
   static_assert(Cv::groups == 1 && Cv::nhwc);
   static constexpr cpu::conv_dims d = cpu::conv_dims_of<Cv>();
-  const cpu::gemm_config cfg = cpu::gemm_config_for<float>(M, N, K);
+  const cpu::gemm_config cfg = cpu::conv_gemm_config;
   REQUIRE(cfg.kc % cpu::conv_a_group<float, Cv> == 0);
   std::vector<float> packed(M * N), in_place(M * N);
   cpu::gemm_range<float>(cpu::im2col_rows_ref<float>{x.data(), &d}, cpu::weight_operand<Cv>(w.data()), M, K, cpu::gemm_part{0, M, 0, N},
