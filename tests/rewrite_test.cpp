@@ -176,9 +176,10 @@ TEST_CASE("softmax computing exp once per element gives the two-pass evaluation'
 // An output beyond cpu::streaming_bytes runs whole rows per thread with E in a stack row and each row's
 // stores interleaved with the next row's exp sweep (cpu/row_tee.hpp). Rows of 3001 (not a multiple of
 // the vector width: the scalar tail is finished position by position too) must give the bits of the
-// same rows evaluated as a small tensor, for any split over threads.
+// same rows evaluated as a small tensor, for any split over threads. (The threshold is the machine's,
+// tuned/elementwise_cpu.hpp: 8 MiB by default, at most 64 MiB, so as many rows as just pass it.)
 TEST_CASE("softmax of a streamed output: pipelined rows give the single-row bits", "[rewrite][determinism]") {
-  constexpr index_t rows = 720, cols = 3001; // 8.6 MB of output
+  constexpr index_t cols = 3001, rows = cpu::streaming_bytes / (cols * index_t(sizeof(float))) + 1;
   static_assert(rows * cols * index_t(sizeof(float)) >= cpu::streaming_bytes);
   using S = shape<rows, cols>;
   rng g(34);
@@ -329,4 +330,22 @@ void check_row_memo() {
 TEST_CASE("a row's repeated reductions are computed once, and only for the same operands", "[rewrite]") {
   check_row_memo<6, 1000>();
   check_row_memo<96, 20000>(); // large enough for the thread pool and streamed stores
+}
+
+// The streaming threshold's tuned table (tools/tune --write-elementwise): one entry per machine, each
+// within the sizes the tool measures, and the evaluator's threshold is the build machine's entry or the
+// default.
+TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
+  for (const auto& e : tuned::elementwise_cpu) {
+    INFO(e.machine.isa << " " << e.machine.l1d_kib << " KiB L1d, " << e.machine.l2_kib << " KiB L2, " << e.machine.cores
+                       << " cores");
+    CHECK((e.config.streaming_bytes >= (index_t(2) << 20) && e.config.streaming_bytes <= (index_t(64) << 20)));
+    CHECK(e.machine.cores >= 1);
+    int same_key = 0;
+    for (const auto& f : tuned::elementwise_cpu) same_key += f.machine == e.machine;
+    CHECK(same_key == 1);
+  }
+  STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
+  if (cpu::build_machine.cores == 0) // a build that does not say its machine gets the default
+    CHECK(cpu::streaming_bytes == cpu::elementwise_config{}.streaming_bytes);
 }

@@ -4,12 +4,6 @@
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/trace.hpp"
-#include "tenfold/plan/aliasing.hpp"
-#include "tenfold/plan/arena.hpp"
-#include "tenfold/plan/bounded.hpp"
-#include <memory>
-#include <new>
-#include <span>
 #include "tenfold/cpu/attention.hpp"
 #include "tenfold/cpu/attention_backward.hpp"
 #include "tenfold/cpu/blocks.hpp"
@@ -21,12 +15,27 @@
 #include "tenfold/cpu/scatter.hpp"
 #include "tenfold/cpu/split_rows.hpp"
 #include "tenfold/cpu/window_reduce.hpp"
+#include "tenfold/plan/aliasing.hpp"
+#include "tenfold/plan/arena.hpp"
+#include "tenfold/plan/bounded.hpp"
+#include "tenfold/tuned/elementwise_cpu.hpp"
+#include <memory>
+#include <new>
+#include <span>
 
 namespace tenfold {
 namespace cpu {
 
 // Elements below which an assignment stays on the calling thread.
 inline constexpr index_t parallel_grain = 1 << 15;
+
+// The streaming threshold: the tuned table's entry for the build's machine, else the default
+// (cpu/elementwise_config.hpp).
+constexpr elementwise_config elementwise_config_for() {
+  for (const elementwise_tuned_entry& e : tuned::elementwise_cpu)
+    if (e.machine == build_machine) return e.config;
+  return {};
+}
 
 // Does some leaf step through memory along the run, a cache line or more per element (a transposed
 // or widely strided operand)?
@@ -45,8 +54,8 @@ constexpr bool strided_run() {
 // Tile edge for strided runs: a tile's rows of every operand stay in L1 while it is written.
 inline constexpr index_t transpose_tile = 32;
 
-// Outputs at least this large are written with streaming stores on the block path.
-inline constexpr index_t streaming_bytes = index_t(8) << 20;
+// Outputs at least this large (bytes) are written with streaming stores.
+inline constexpr index_t streaming_bytes = elementwise_config_for().streaming_bytes;
 
 // W x W blocks, column strips outermost: each strip reads W rows of a transposed operand front to back
 // (prefetch-friendly) and writes whole cache lines of the output. `row` handles the ragged edges.
