@@ -8,6 +8,7 @@
 //   tenfold_tune --write-elementwise FILE  # ... and the elementwise evaluator's entry into FILE
 //                                     #     (include/tenfold/tuned/elementwise_cpu.hpp: elementwise.hpp)
 //   tenfold_tune --quick              # one shape per class, one round: a smoke run (CI)
+//   tenfold_tune --elementwise-only   # the elementwise search alone (with --write-elementwise or not)
 //
 // For each shape class, a coordinate descent from the defaults: each parameter in turn is swept with the
 // others held, the fastest value kept (two rounds). A candidate is timed on every shape of the class
@@ -316,20 +317,25 @@ void write_table(const std::string& path, const machine_key& m, const std::vecto
 } // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, gemm = true;
   std::string write_path, write_elementwise_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--elementwise-only") gemm = false;
     else if (a == "--write" && i + 1 < argc) write_path = argv[++i];
     else if (a == "--write-elementwise" && i + 1 < argc) write_elementwise_path = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--write include/tenfold/tuned/gemm_cpu.hpp] [--write-elementwise "
+                   "usage: %s [--quick] [--elementwise-only] [--write include/tenfold/tuned/gemm_cpu.hpp] [--write-elementwise "
                    "include/tenfold/tuned/elementwise_cpu.hpp]\n",
                    argv[0]);
       return 2;
     }
+  }
+  if (!gemm && !write_path.empty()) {
+    std::fprintf(stderr, "%s: --write needs the GEMM's search (not --elementwise-only)\n", argv[0]);
+    return 2;
   }
   try {
     const machine_key here{cpu::build_isa(), cache_kib(1, "Data"), cache_kib(2, "Unified"), index_t(cpu::thread_pool::instance().size())};
@@ -351,6 +357,7 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     std::vector<std::string> lines;
     for (gemm_shape_class cls : {gemm_shape_class::few_rows, gemm_shape_class::small, gemm_shape_class::medium, gemm_shape_class::large}) {
+      if (!gemm) break;
       const auto t0 = clock_type::now();
       const class_result r = tune_class(cls, quick, quick ? 0.005 : 0.03);
       const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
