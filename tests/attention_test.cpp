@@ -268,6 +268,56 @@ TEST_CASE("attention: a threaded evaluation gives the bits of one row at a time"
   CHECK(std::memcmp(&tail(3, 0, 0), &yc(3, 248, 0), sizeof(float) * 8 * 64) == 0);
 }
 
+namespace {
+// y = e through the CPU kernel with the given tiles, prepared as eval prepares it (tools/tune times it so).
+template <class Y, class E>
+void eval_with_tiles(Y& y, E&& e, const cpu::attention_config& cfg) {
+  using S = typename Y::shape_type;
+  auto root = detail::expand_to<S>(detail::as_node(std::forward<E>(e)));
+  const auto dst = detail::as_destination(y);
+  using P = arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
+  static_assert(P::bytes == 0);
+  cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
+  const auto prepared = plan::prepare_root(std::move(root), slots);
+  cpu::run_attention(dst, prepared, cfg);
+}
+} // namespace
+
+TEST_CASE("attention: every tile configuration the tuner tries agrees with the reference", "[attention][tune]") {
+  // tools/tune picks query rows per task (row_panels x MR) and keys per block (key_panels x NR) per
+  // machine; each of its candidates must compute attention. 129 queries and 300 keys leave ragged
+  // blocks for all of them; causal masks skip whole tiles.
+  constexpr index_t Sq = 129, Sk = 300, D = 33, Dv = 40;
+  Tensor<float, shape<2, Sq, D>> q;
+  Tensor<float, shape<2, Sk, D>> k;
+  Tensor<float, shape<2, Sk, Dv>> v;
+  fill(q, 71, 2), fill(k, 72, 2), fill(v, 73);
+  double vmax = 0;
+  for (const float x : v) vmax = std::max(vmax, double(std::fabs(x)));
+  const double tol = 16 * std::numeric_limits<float>::epsilon() * vmax;
+  for (const bool is_causal : {false, true})
+    for (index_t rows = 1; rows <= 4; ++rows)
+      for (index_t keys : {1, 2, 4, 8}) {
+        Tensor<float, shape<2, Sq, Dv>> y;
+        if (is_causal) eval_with_tiles(y, attention(q, k, v, causal), {rows, keys});
+        else eval_with_tiles(y, attention(q, k, v), {rows, keys});
+        double worst = 0;
+        for (index_t b = 0; b < 2; ++b) {
+          auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, i, e)) - r))); };
+          reference([&](index_t i, index_t d) { return q(b, i, d); }, [&](index_t j, index_t d) { return k(b, j, d); },
+                    [&](index_t j, index_t e) { return v(b, j, e); }, cmp, Sq, Sk, D, Dv, is_causal, 1 / std::sqrt(ld(D)));
+        }
+        INFO("causal " << is_causal << ", row_panels " << rows << ", key_panels " << keys << ": worst error " << worst << ", tolerance " << tol);
+        CHECK(worst <= tol);
+      }
+  // The tiles are applied: blocks of 32 keys rescale where blocks of 128 do not, which moves last bits.
+  Tensor<float, shape<2, Sq, Dv>> y, y_default = attention(q, k, v);
+  eval_with_tiles(y, attention(q, k, v), {1, 1});
+  CHECK(std::memcmp(y.data(), y_default.data(), sizeof(float) * 2 * Sq * Dv) != 0);
+  CHECK_THROWS_AS(eval_with_tiles(y, attention(q, k, v), {0, 4}), tenfold::error);
+  CHECK_THROWS_AS(eval_with_tiles(y, attention(q, k, v), {2, 0}), tenfold::error);
+}
+
 // A KV cache: attention over the first n keys of k and v (first_keys(n), n at run time) is attention over
 // those n keys alone, causal alignment included (query i sees keys j <= i + n - Sq); n > Sk is an error.
 TEST_CASE("attention: first_keys(n) reads the first n keys alone (a KV cache filled to n)", "[attention]") {

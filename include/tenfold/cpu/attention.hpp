@@ -21,15 +21,26 @@
 #include "tenfold/cpu/thread_pool.hpp"
 #include "tenfold/plan/bounded.hpp"
 #include "tenfold/ops/table_unary.hpp"
+#include "tenfold/tuned/attention_cpu.hpp"
 
 namespace tenfold::cpu {
 
+// The forward pass's tiles for the build's machine: the tuned table's entry, else the defaults
+// (cpu/attention_config.hpp).
+constexpr attention_config attention_config_for() {
+  for (const attention_tuned_entry& e : tuned::attention_cpu)
+    if (e.machine == build_machine) return e.config;
+  return {};
+}
+
+// The register tile, and the default tiles (which the backward's own passes use: the tuner times the
+// forward pass only).
 template <class T>
 struct attention_blocking {
   using G = gemm_tile<T>;
   static constexpr index_t MR = G::MR, NR = G::NR, W = G::W;
-  static constexpr index_t Br = 2 * MR; // query rows per task: two row panels share each Kᵀ panel in L1
-  static constexpr index_t Bc = 4 * NR; // keys per block: the O rescale (Br x Dv) is amortised over Bc
+  static constexpr index_t Br = attention_config{}.row_panels * MR;
+  static constexpr index_t Bc = attention_config{}.key_panels * NR;
 };
 
 // Per-thread scratch: packed Kᵀ and V of one batch element, the query block, its scores and output.
@@ -190,16 +201,20 @@ void run_attention_tasks(index_t tasks, double flops, Task&& task) {
 // m, l)` gets the block's unnormalised output rows (o, row stride ldo), their running maxima m of the
 // scaled scores and their sums l (row r of the block is query i0 + r; idx the batch index).
 // N's operands: strided leaves (the planner makes them so).
-// (sq, nk: the queries and the keys read when they are bounded lengths, upto<N>; else Sq and n's keys.)
+// (sq, nk: the queries and the keys read when they are bounded lengths, upto<N>; else Sq and n's keys.
+// cfg: the tiles, cpu/attention_config.hpp.)
 template <class N, class Finish>
-void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t nk = -1) {
+void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t nk = -1, const attention_config& cfg = attention_config_for()) {
   using T = compute_t<typename N::value_type>;
   constexpr int R = N::rank;
   using index_array = std::array<index_t, R + 1>;
   using Bk = attention_blocking<T>;
-  constexpr index_t MR = Bk::MR, NR = Bk::NR, Br = Bk::Br, Bc = Bk::Bc;
+  constexpr index_t MR = Bk::MR, NR = Bk::NR;
+  if (cfg.row_panels < 1 || cfg.key_panels < 1) throw error("tenfold::cpu::attention_config: row_panels and key_panels must be at least 1");
+  const index_t Br = cfg.row_panels * MR, Bc = cfg.key_panels * NR;
   constexpr index_t Sk = N::Sk, D = N::D, Dv = N::Dv;
-  constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), lds = Bc + Bk::W, ldo = ldv + Bk::W;
+  constexpr index_t ldk = round_up(Sk, NR), ldv = round_up(Dv, NR), ldo = ldv + Bk::W;
+  const index_t lds = Bc + Bk::W;
   using S = typename N::shape_type;
   const index_t q_blocks = (sq + Br - 1) / Br;
   constexpr index_t batches = detail::product(S::dims, 0, R - 2);
@@ -284,7 +299,7 @@ index_t batch_offset(const Idx& idx) {
 
 // dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
 template <class Dst, class N>
-void run_attention(const Dst& dst, const N& n) {
+void run_attention(const Dst& dst, const N& n, const attention_config& cfg = attention_config_for()) {
   using S = typename N::shape_type;
   using T = compute_t<typename N::value_type>;
   constexpr int R = S::rank;
@@ -315,7 +330,7 @@ void run_attention(const Dst& dst, const N& n) {
         for (index_t e = 0; e < ldv; e += W) (batch<T>::load_unaligned(orow + e) / lr).store_unaligned(orow + e);
         for (index_t e = 0; e < N::Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(orow[e]);
       }
-    }, sq, nk);
+    }, sq, nk, cfg);
   }
 }
 } // namespace tenfold::cpu

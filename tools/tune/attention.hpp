@@ -1,0 +1,157 @@
+#pragma once
+// tools/tune's search of the CPU attention's tiles (cpu/attention_config.hpp): query rows per task and
+// keys per block, every pair of row_panels 1-4 and key_panels 1, 2, 4, 8, each timed on the examples'
+// attention shapes through the kernel eval runs (cpu::run_attention on the prepared node) and checked
+// against a double-precision reference. A candidate more than 5% slower than the defaults on any shape
+// is out; the fastest by the geometric mean over the shapes must then beat the defaults by 5% in an
+// alternated comparison (the median of five paired ratios per shape) and lose no more than 5% on any
+// shape, else the defaults stay.
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace tune {
+using tenfold::cpu::attention_config;
+
+struct attention_problem {
+  std::string name;
+  std::function<void(const attention_config&)> run; // out = attention(q, k, v) with these tiles
+  std::function<bool()> correct;                    // the last run's output against the reference
+  double seconds(const attention_config& cfg, double min_s) const {
+    return seconds_per_call([&] { run(cfg); }, min_s);
+  }
+};
+
+// q, k, v: [B, H, S, D] of values in [-1, 1), causal or not. The reference is the plain softmax(q kᵀ/√D) v
+// in double for the first two (batch, head) slices; each element must be within 4 (D + S) u of it (the
+// scores' D-term sums and the S-term weighted sums in float, |v| < 1).
+template <tenfold::index_t B, tenfold::index_t H, tenfold::index_t S, tenfold::index_t D, bool Causal>
+attention_problem make_attention_problem(const std::string& name) {
+  namespace tf = tenfold;
+  using Sh = tf::shape<B, H, S, D>;
+  struct data {
+    tf::Tensor<float, Sh> q, k, v, out;
+    std::vector<double> ref;
+  };
+  auto d = std::make_shared<data>();
+  std::uint64_t x = std::uint64_t(B * 1000003 + H * 1009 + S * 31 + D);
+  auto next = [&x] {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return -1.0f + 2.0f * float(x >> 40) * 0x1p-24f;
+  };
+  for (tf::Tensor<float, Sh>* t : {&d->q, &d->k, &d->v})
+    for (index_t i = 0; i < Sh::size; ++i) t->data()[i] = next();
+  constexpr index_t slices = B * H < 2 ? B * H : 2;
+  d->ref.assign(std::size_t(slices * S * D), 0.0);
+  for (index_t sl = 0; sl < slices; ++sl) {
+    const float *q = d->q.data() + sl * S * D, *k = d->k.data() + sl * S * D, *v = d->v.data() + sl * S * D;
+    std::vector<double> p(static_cast<std::size_t>(S));
+    for (index_t i = 0; i < S; ++i) {
+      const index_t seen = Causal ? i + 1 : S;
+      double m = -INFINITY, l = 0;
+      for (index_t j = 0; j < seen; ++j) {
+        double s = 0;
+        for (index_t e = 0; e < D; ++e) s += double(q[i * D + e]) * double(k[j * D + e]);
+        p[std::size_t(j)] = s / std::sqrt(double(D));
+        m = std::max(m, p[std::size_t(j)]);
+      }
+      for (index_t j = 0; j < seen; ++j) l += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - m));
+      double* r = &d->ref[std::size_t((sl * S + i) * D)];
+      for (index_t j = 0; j < seen; ++j)
+        for (index_t e = 0; e < D; ++e) r[e] += p[std::size_t(j)] / l * double(v[j * D + e]);
+    }
+  }
+  auto expr = [&] {
+    if constexpr (Causal) return tf::attention(d->q, d->k, d->v, tf::causal);
+    else return tf::attention(d->q, d->k, d->v);
+  };
+  auto root = tf::detail::expand_to<Sh>(tf::detail::as_node(expr()));
+  const auto dst = tf::detail::as_destination(d->out);
+  using P = tf::arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
+  static_assert(P::bytes == 0, "attention over tensors needs no arena");
+  tf::cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
+  auto prepared = tf::plan::prepare_root(std::move(root), slots);
+  static_assert(tf::detail::is_attention_node_v<decltype(prepared)>, "tools/tune: attention no longer reaches cpu::run_attention");
+  attention_problem pr;
+  pr.name = name;
+  pr.run = [d, dst, prepared](const attention_config& cfg) { tf::cpu::run_attention(dst, prepared, cfg); };
+  pr.correct = [d] {
+    const double tol = 4.0 * double(D + S) * 0x1p-24;
+    for (std::size_t i = 0; i < d->ref.size(); ++i)
+      if (!(std::abs(double(d->out.data()[i]) - d->ref[i]) <= tol)) return false;
+    return true;
+  };
+  return pr;
+}
+
+struct attention_result {
+  attention_config best;  // what the table gets: the search's winner, or the defaults
+  attention_config found; // the search's winner
+  double speedup = 1, worst = 1;
+  int tried = 0, rejected = 0;
+};
+
+inline attention_result tune_attention(bool quick, double min_s) {
+  constexpr double keep = 1.05;
+  // The examples' attention: MiniLM (12 heads of 32 over 128 tokens, batch 1 and 32), the decoder's
+  // training step (batch 12, 4 causal heads of 32 over 64), and a longer sequence (4 heads of 64 over 512).
+  std::vector<attention_problem> probs;
+  probs.push_back(make_attention_problem<12, 4, 64, 32, true>("decoder 12 x 4 x 64 x 32 causal"));
+  if (!quick) {
+    probs.push_back(make_attention_problem<1, 12, 128, 32, false>("MiniLM 1 x 12 x 128 x 32"));
+    probs.push_back(make_attention_problem<32, 12, 128, 32, false>("MiniLM 32 x 12 x 128 x 32"));
+    probs.push_back(make_attention_problem<2, 4, 512, 64, false>("2 x 4 x 512 x 64"));
+  }
+  attention_result r;
+  std::vector<double> base(probs.size());
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    probs[i].run(attention_config{});
+    if (!probs[i].correct()) throw std::runtime_error("attention's default tiles are wrong on this machine: run the tests");
+    base[i] = probs[i].seconds(attention_config{}, min_s);
+  }
+  // The geometric mean of time over the defaults'; infinity where a shape is wrong or over `keep` slower.
+  auto score = [&](const attention_config& cfg) {
+    ++r.tried;
+    double log_sum = 0;
+    for (std::size_t i = 0; i < probs.size(); ++i) {
+      probs[i].run(cfg);
+      if (!probs[i].correct()) {
+        ++r.rejected;
+        return double(INFINITY);
+      }
+      const double ratio = probs[i].seconds(cfg, min_s) / base[i];
+      if (ratio > keep) return double(INFINITY);
+      log_sum += std::log(ratio);
+    }
+    return std::exp(log_sum / double(probs.size()));
+  };
+  attention_config best{};
+  double best_score = 1.0;
+  for (index_t rows : quick ? std::vector<index_t>{1, 2} : std::vector<index_t>{1, 2, 3, 4})
+    for (index_t keys : quick ? std::vector<index_t>{2, 4} : std::vector<index_t>{1, 2, 4, 8}) {
+      const attention_config cfg{rows, keys};
+      if (cfg == attention_config{}) continue;
+      const double sc = score(cfg);
+      if (sc < best_score) best_score = sc, best = cfg;
+    }
+  if (!(best == attention_config{})) {
+    double log_sum = 0, worst = INFINITY;
+    for (auto& p : probs) {
+      std::vector<double> ratios;
+      for (int rep = 0; rep < (quick ? 1 : 5); ++rep) ratios.push_back(p.seconds(attention_config{}, min_s) / p.seconds(best, min_s));
+      std::sort(ratios.begin(), ratios.end());
+      log_sum += std::log(ratios[ratios.size() / 2]);
+      worst = std::min(worst, ratios[ratios.size() / 2]);
+    }
+    r.found = best, r.speedup = std::exp(log_sum / double(probs.size())), r.worst = worst;
+    if (r.speedup >= keep && r.worst * keep >= 1.0) r.best = best;
+  }
+  return r;
+}
+} // namespace tune
