@@ -98,7 +98,6 @@ struct attention_result {
 };
 
 inline attention_result tune_attention(bool quick, double min_s) {
-  constexpr double keep = 1.05;
   // The examples' attention: MiniLM (12 heads of 32 over 128 tokens, batch 1 and 32), the decoder's
   // training step (batch 12, 4 causal heads of 32 over 64), and a longer sequence (4 heads of 64 over 512).
   std::vector<attention_problem> probs;
@@ -115,21 +114,15 @@ inline attention_result tune_attention(bool quick, double min_s) {
     if (!probs[i].correct()) throw std::runtime_error("attention's default tiles are wrong on this machine: run the tests");
     base[i] = probs[i].seconds(attention_config{}, min_s);
   }
-  // The geometric mean of time over the defaults'; infinity where a shape is wrong or over `keep` slower.
   auto score = [&](const attention_config& cfg) {
     ++r.tried;
-    double log_sum = 0;
-    for (std::size_t i = 0; i < probs.size(); ++i) {
-      probs[i].run(cfg);
-      if (!probs[i].correct()) {
-        ++r.rejected;
-        return double(INFINITY);
-      }
-      const double ratio = probs[i].seconds(cfg, min_s) / base[i];
-      if (ratio > keep) return double(INFINITY);
-      log_sum += std::log(ratio);
-    }
-    return std::exp(log_sum / double(probs.size()));
+    return score_candidate(
+        base,
+        [&](std::size_t i) {
+          probs[i].run(cfg);
+          return probs[i].correct();
+        },
+        [&](std::size_t i) { return probs[i].seconds(cfg, min_s); }, r.rejected);
   };
   attention_config best{};
   double best_score = 1.0;
@@ -141,16 +134,11 @@ inline attention_result tune_attention(bool quick, double min_s) {
       if (sc < best_score) best_score = sc, best = cfg;
     }
   if (!(best == attention_config{})) {
-    double log_sum = 0, worst = INFINITY;
-    for (auto& p : probs) {
-      std::vector<double> ratios;
-      for (int rep = 0; rep < (quick ? 1 : 5); ++rep) ratios.push_back(p.seconds(attention_config{}, min_s) / p.seconds(best, min_s));
-      std::sort(ratios.begin(), ratios.end());
-      log_sum += std::log(ratios[ratios.size() / 2]);
-      worst = std::min(worst, ratios[ratios.size() / 2]);
-    }
-    r.found = best, r.speedup = std::exp(log_sum / double(probs.size())), r.worst = worst;
-    if (r.speedup >= keep && r.worst * keep >= 1.0) r.best = best;
+    const confirmation c = confirm_winner(
+        probs.size(), quick ? 1 : 5, [&](std::size_t i) { return probs[i].seconds(attention_config{}, min_s); },
+        [&](std::size_t i) { return probs[i].seconds(best, min_s); });
+    r.found = best, r.speedup = c.speedup, r.worst = c.worst;
+    if (c.kept) r.best = best;
   }
   return r;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <new>
 #include <vector>
 
@@ -48,5 +49,54 @@ double seconds_per_call(F&& f, double min_s) {
     best = std::min(best, dt / double(n));
   }
   return best;
+}
+
+// A candidate configuration leaves the defaults only where it is at least this much faster, and is out
+// where it is this much slower on any shape.
+inline constexpr double keep_threshold = 1.05;
+
+// The search's score of a candidate over a set of shapes: the geometric mean of its time over the
+// defaults' (`base`), or infinity where it is wrong on a shape (`correct(i)` false, counted in `rejected`)
+// or more than keep_threshold slower on one (no shape is traded for another).
+template <class Correct, class Seconds>
+double score_candidate(const std::vector<double>& base, Correct&& correct, Seconds&& seconds, int& rejected) {
+  double log_sum = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    if (!correct(i)) {
+      ++rejected;
+      return double(INFINITY);
+    }
+    const double ratio = seconds(i) / base[i];
+    if (ratio > keep_threshold) return double(INFINITY);
+    log_sum += std::log(ratio);
+  }
+  return std::exp(log_sum / double(base.size()));
+}
+
+// The winner against the defaults once more, alternated, on every shape: the median of `reps` paired
+// ratios (the defaults' seconds over the winner's) per shape, their geometric mean over the shapes and
+// the worst shape's; kept only where the mean is at least keep_threshold and no shape's median is more
+// than keep_threshold slower, so that a virtual machine's noise (+-30% from run to run on the bench
+// machines) does not move a table off the defaults.
+struct confirmation {
+  double speedup = 1, worst = 1;
+  bool kept = false;
+};
+template <class DefaultSeconds, class WinnerSeconds>
+confirmation confirm_winner(std::size_t shapes, int reps, DefaultSeconds&& t_default, WinnerSeconds&& t_winner) {
+  double log_sum = 0, worst = INFINITY;
+  for (std::size_t i = 0; i < shapes; ++i) {
+    std::vector<double> ratios;
+    for (int rep = 0; rep < reps; ++rep) {
+      const double d = t_default(i);
+      ratios.push_back(d / t_winner(i));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    log_sum += std::log(ratios[ratios.size() / 2]);
+    worst = std::min(worst, ratios[ratios.size() / 2]);
+  }
+  confirmation c{std::exp(log_sum / double(shapes)), worst, false};
+  c.kept = c.speedup >= keep_threshold && c.worst * keep_threshold >= 1.0;
+  return c;
 }
 } // namespace tune

@@ -156,8 +156,6 @@ std::vector<parameter> parameters(gemm_shape_class c, bool quick) {
   return p;
 }
 
-inline constexpr double keep_threshold = 1.05;
-
 struct class_result {
   gemm_shape_class shape;
   gemm_config best;   // what the table gets: the search's winner, or the defaults
@@ -176,21 +174,10 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
     if (!probs[i].correct(gemm_config{})) throw std::runtime_error("the default configuration is wrong on this machine: run the tests");
     base[i] = probs[i].seconds(gemm_config{}, min_s);
   }
-  // Geometric mean of time / default time; infinity when any product is wrong, or more than
-  // keep_threshold slower than the defaults' (no shape of the class is traded for another).
   auto score = [&](const gemm_config& cfg) {
     ++r.tried;
-    double log_sum = 0;
-    for (std::size_t i = 0; i < probs.size(); ++i) {
-      if (!probs[i].correct(cfg)) {
-        ++r.rejected;
-        return double(INFINITY);
-      }
-      const double ratio = probs[i].seconds(cfg, min_s) / base[i];
-      if (ratio > keep_threshold) return double(INFINITY);
-      log_sum += std::log(ratio);
-    }
-    return std::exp(log_sum / double(probs.size()));
+    return tune::score_candidate(
+        base, [&](std::size_t i) { return probs[i].correct(cfg); }, [&](std::size_t i) { return probs[i].seconds(cfg, min_s); }, r.rejected);
   };
   gemm_config best{};
   double best_score = 1.0;
@@ -212,24 +199,13 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
       try_config(cfg);
     }
   }
-  // The winner against the defaults once more, alternated, on every shape: the median of five paired
-  // ratios per shape, their geometric mean over the class; kept only where that is at least
-  // `keep_threshold`, so that a virtual machine's noise (+-30% from run to run here) does not move a
-  // class off the defaults, and where no shape's median is more than keep_threshold slower.
+  // The winner against the defaults once more, alternated (tune::confirm_winner).
   if (!(best == gemm_config{})) {
-    double log_sum = 0, worst = INFINITY;
-    for (auto& p : probs) {
-      std::vector<double> ratios;
-      for (int rep = 0; rep < (quick ? 1 : 5); ++rep) {
-        const double t_def = p.seconds(gemm_config{}, min_s), t_best = p.seconds(best, min_s);
-        ratios.push_back(t_def / t_best);
-      }
-      std::sort(ratios.begin(), ratios.end());
-      log_sum += std::log(ratios[ratios.size() / 2]);
-      worst = std::min(worst, ratios[ratios.size() / 2]);
-    }
-    r.found = best, r.speedup = std::exp(log_sum / double(probs.size())), r.worst = worst;
-    if (r.speedup >= keep_threshold && r.worst * keep_threshold >= 1.0) r.best = best;
+    const tune::confirmation c = tune::confirm_winner(
+        probs.size(), quick ? 1 : 5, [&](std::size_t i) { return probs[i].seconds(gemm_config{}, min_s); },
+        [&](std::size_t i) { return probs[i].seconds(best, min_s); });
+    r.found = best, r.speedup = c.speedup, r.worst = c.worst;
+    if (c.kept) r.best = best;
   }
   return r;
 }
