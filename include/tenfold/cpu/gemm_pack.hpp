@@ -203,10 +203,10 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
       }
     }
     if (b.rs == 1) { // B stored transposed ([N, K], as linear's weight): k is adjacent per column
-      for (index_t c = 0; c < cols; ++c)
-        for (index_t k = 0; k < kc; ++k) out[k * NR + c] = static_cast<T>(src[c * b.cs + k]);
-      for (index_t k = 0; k < kc; ++k)
-        for (index_t c = cols; c < NR; ++c) out[k * NR + c] = T(0);
+      // (the padding columns in the same loop: as a loop of their own from `cols`, GCC 12 made it a
+      // memset it could not bound and warned in users' builds, -Wstringop-overflow)
+      for (index_t c = 0; c < NR; ++c)
+        for (index_t k = 0; k < kc; ++k) out[k * NR + c] = c < cols ? static_cast<T>(src[c * b.cs + k]) : T(0);
     } else {
       for (index_t k = 0; k < kc; ++k, src += b.rs)
         for (index_t c = 0; c < NR; ++c) out[k * NR + c] = c < cols ? static_cast<T>(src[c * b.cs]) : T(0);
