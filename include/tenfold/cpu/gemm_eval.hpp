@@ -58,7 +58,7 @@ const auto& find_matmul(const N& n) {
   else {
     constexpr std::size_t which = []<class... C>(detail::tuple<C...>*) {
       std::size_t i = 0, found = 0;
-      ((plan::epilogue_matmuls<C>() ? found = i : 0, ++i), ...);
+      ((found = plan::epilogue_matmuls<C>() ? i : found, ++i), ...);
       return found;
     }(static_cast<decltype(N::args)*>(nullptr));
     return find_matmul(detail::get<which>(n.args));

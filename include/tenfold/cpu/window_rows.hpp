@@ -220,8 +220,8 @@ constexpr bool window_row_ok() {
       return false;
     else if constexpr (!requires(batch<I> b) { Op::simd_combine(b, b); }) return false;
     else
-      return reduces_trailing_axes<N::child_type::rank, N::mask>() && N::count <= window_reduce_max_count &&
-             N::shape_type::dims[N::rank - 1] >= lanes<I> && cheap_rows<typename N::child_type>();
+      return reduces_trailing_axes<N::child_type::rank, N::mask>() && N::count <= window_reduce_max_count && N::rank >= 1 &&
+             N::shape_type::dims[N::rank >= 1 ? N::rank - 1 : 0] >= lanes<I> && cheap_rows<typename N::child_type>();
   }
 }
 

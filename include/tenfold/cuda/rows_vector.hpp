@@ -39,10 +39,11 @@ constexpr index_t leaf_row_stride() {
 // Does every row of the leaf start V elements apart from an aligned pointer?
 template <class N, int V>
 constexpr bool rows_start_aligned() {
-  if (N::offset % V != 0) return false;
+  // (no early return: after one the loop was unreachable for some leaves, and nvcc warned, #128-D)
+  bool aligned = N::offset % V == 0;
   for (int i = 0; i + 1 < N::rank; ++i)
-    if (N::shape_type::dims[i] != 1 && N::strides[i] % V != 0) return false;
-  return true;
+    aligned = aligned && (N::shape_type::dims[i] == 1 || N::strides[i] % V == 0);
+  return aligned;
 }
 
 template <class Rd>
