@@ -72,6 +72,55 @@ TEST_CASE("conv2d NHWC f32 matches the long-double reference over the grid", "[c
 TEST_CASE("conv2d NCHW f64 matches the long-double reference over the grid", "[conv]") { check_grid<double, false>(); }
 TEST_CASE("conv2d NHWC f64 matches the long-double reference over the grid", "[conv]") { check_grid<double, true>(); }
 
+namespace {
+// y = e through cpu::run_conv with the lowerings InPlace / Turn and blocking cfg, prepared as eval prepares
+// it (as tools/tune times it).
+template <bool InPlace, bool Turn, class Y, class E>
+void eval_with_config(Y& y, E&& e, const cpu::gemm_config& cfg) {
+  auto root = detail::expand_to<typename Y::shape_type>(detail::as_node(std::forward<E>(e)));
+  const auto dst = detail::as_destination(y);
+  using P = arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
+  static_assert(P::bytes == 0);
+  cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
+  cpu::run_conv<InPlace, Turn>(dst, plan::prepare_root(std::move(root), slots), cfg);
+}
+template <bool Nhwc, conv_case P>
+void check_configs() {
+  using W = std::conditional_t<Nhwc, shape<P.kh, P.kw, P.c / P.groups, P.oc>, shape<P.oc, P.c / P.groups, P.kh, P.kw>>;
+  Tensor<float, x_shape<P, Nhwc>> x;
+  Tensor<float, W> w;
+  fill(x, 3), fill(w, 4);
+  auto e = conv2d(x, w, stride<P.sh, P.sw>, padding<P.ph, P.pw>, dilation<P.dh, P.dw>, groups<P.groups>,
+                  layout_tag<Nhwc ? conv_layout::nhwc : conv_layout::nchw>);
+  using E = decltype(e);
+  const reference r = naive(P, Nhwc, false, x.data(), w.data());
+  const cpu::gemm_config blockings[] = {{}, {.kc = 128, .mc_panels = 8, .split = cpu::gemm_split_axis::columns},
+                                        {.kc = 64, .mc_panels = 4, .parts_per_thread = 1, .split = cpu::gemm_split_axis::rows}};
+  for (const cpu::gemm_config& cfg : blockings) {
+    INFO("kc " << cfg.kc << ", mc_panels " << cfg.mc_panels);
+    Tensor<float, typename E::shape_type> y;
+    eval_with_config<true, true>(y, e, cfg), require_close<float>(y, r, "in place, turned");
+    eval_with_config<true, false>(y, e, cfg), require_close<float>(y, r, "in place, not turned");
+    eval_with_config<false, false>(y, e, cfg), require_close<float>(y, r, "packed");
+  }
+  if constexpr (Nhwc && cpu::conv_reads_a_in_place<float, E>(cpu::gemm_config{})) {
+    Tensor<float, typename E::shape_type> y;
+    CHECK_THROWS_AS((eval_with_config<true, true>(y, e, {.kc = 100})), tenfold::error); // not whole vectors
+  }
+}
+} // namespace
+
+TEST_CASE("conv2d: every lowering and blocking tools/tune tries matches the reference", "[conv][tune]") {
+  // Windows read in place or packed, NCHW turned into NHWC or not, and blockings off the defaults (k
+  // slices of 64 over K = 288, row blocks of 4 panels, splits along either axis), on geometries where
+  // each lowering applies.
+  constexpr conv_case wide{.n = 2, .c = 32, .h = 4, .w = 28, .oc = 40, .kh = 3, .kw = 3, .ph = 1, .pw = 1};
+  constexpr conv_case one_channel{.n = 2, .c = 1, .h = 5, .w = 28, .oc = 16, .kh = 3, .kw = 3, .ph = 1, .pw = 1};
+  check_configs<true, wide>(), check_configs<false, wide>();
+  check_configs<true, one_channel>(), check_configs<false, one_channel>();
+  check_configs<true, grid[16]>(), check_configs<false, grid[16]>();
+}
+
 TEST_CASE("conv2d: the node's own at() (the fallback and device path) matches the reference", "[conv]") {
   constexpr conv_case P{.n = 2, .c = 4, .h = 7, .w = 9, .oc = 6, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .ph = 2, .pw = 1, .dh = 1, .dw = 2, .groups = 2};
   Tensor<float, shape<2, 4, 7, 9>> x;

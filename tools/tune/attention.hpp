@@ -95,6 +95,7 @@ struct attention_result {
   attention_config found; // the search's winner
   double speedup = 1, worst = 1;
   int tried = 0, rejected = 0;
+  std::string per_shape; // the winner's median ratio to the defaults on each shape
 };
 
 inline attention_result tune_attention(bool quick, double min_s) {
@@ -139,6 +140,11 @@ inline attention_result tune_attention(bool quick, double min_s) {
         [&](std::size_t i) { return probs[i].seconds(best, min_s); });
     r.found = best, r.speedup = c.speedup, r.worst = c.worst;
     if (c.kept) r.best = best;
+    char line[120];
+    for (std::size_t i = 0; i < probs.size(); ++i) {
+      std::snprintf(line, sizeof line, "%s%s %.3f", i ? ", " : "", probs[i].name.c_str(), c.per_shape[i]);
+      r.per_shape += line;
+    }
   }
   return r;
 }

@@ -1,17 +1,19 @@
 cmake_policy(VERSION 3.25)
-# tools:tune_quick: tenfold_tune --quick --write, --write-elementwise and --write-attention on copies of
-# the tuned tables; the GEMM's copy must then hold exactly four entries for this build's machine (one per
-# shape class), the elementwise and the attention ones exactly one, and each every entry it held before
-# for other machines.
+# tools:tune_quick: tenfold_tune --quick --write, --write-elementwise, --write-attention and --write-conv
+# on copies of the tuned tables; the GEMM's copy must then hold exactly four entries for this build's
+# machine (one per shape class), the others exactly one, and each every entry it held before for other
+# machines.
 file(MAKE_DIRECTORY ${WORK})
-file(COPY ${TABLE} ${EW_TABLE} ${AT_TABLE} DESTINATION ${WORK})
+file(COPY ${TABLE} ${EW_TABLE} ${AT_TABLE} ${CV_TABLE} DESTINATION ${WORK})
 get_filename_component(name ${TABLE} NAME)
 set(copy ${WORK}/${name})
 get_filename_component(ew_name ${EW_TABLE} NAME)
 set(ew_copy ${WORK}/${ew_name})
 get_filename_component(at_name ${AT_TABLE} NAME)
 set(at_copy ${WORK}/${at_name})
-execute_process(COMMAND ${TUNE} --quick --write ${copy} --write-elementwise ${ew_copy} --write-attention ${at_copy} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+get_filename_component(cv_name ${CV_TABLE} NAME)
+set(cv_copy ${WORK}/${cv_name})
+execute_process(COMMAND ${TUNE} --quick --write ${copy} --write-elementwise ${ew_copy} --write-attention ${at_copy} --write-conv ${cv_copy} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tenfold_tune failed (${rc})")
@@ -24,6 +26,9 @@ if(NOT out MATCHES "wrote .* \\(1 entry for this machine\\)")
 endif()
 if(NOT out MATCHES "wrote .* \\(1 attention entry for this machine\\)")
   message(FATAL_ERROR "tenfold_tune did not report writing the attention entry")
+endif()
+if(NOT out MATCHES "wrote .* \\(1 conv entry for this machine\\)")
+  message(FATAL_ERROR "tenfold_tune did not report writing the conv entry")
 endif()
 if(NOT out MATCHES "; ([a-z0-9]+), L1d ([0-9]+) KiB, L2 ([0-9]+) KiB, ([0-9]+) cores")
   message(FATAL_ERROR "tenfold_tune did not name the machine")
@@ -60,3 +65,4 @@ endfunction()
 check_table(${TABLE} ${copy} 4 gemm_tuned_entry gemm_cpu)
 check_table(${EW_TABLE} ${ew_copy} 1 elementwise_tuned_entry elementwise_cpu)
 check_table(${AT_TABLE} ${at_copy} 1 attention_tuned_entry attention_cpu)
+check_table(${CV_TABLE} ${cv_copy} 1 conv_tuned_entry conv_cpu)

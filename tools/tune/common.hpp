@@ -81,10 +81,12 @@ double score_candidate(const std::vector<double>& base, Correct&& correct, Secon
 struct confirmation {
   double speedup = 1, worst = 1;
   bool kept = false;
+  std::vector<double> per_shape; // each shape's median ratio
 };
 template <class DefaultSeconds, class WinnerSeconds>
 confirmation confirm_winner(std::size_t shapes, int reps, DefaultSeconds&& t_default, WinnerSeconds&& t_winner) {
   double log_sum = 0, worst = INFINITY;
+  std::vector<double> per_shape;
   for (std::size_t i = 0; i < shapes; ++i) {
     std::vector<double> ratios;
     for (int rep = 0; rep < reps; ++rep) {
@@ -94,8 +96,9 @@ confirmation confirm_winner(std::size_t shapes, int reps, DefaultSeconds&& t_def
     std::sort(ratios.begin(), ratios.end());
     log_sum += std::log(ratios[ratios.size() / 2]);
     worst = std::min(worst, ratios[ratios.size() / 2]);
+    per_shape.push_back(ratios[ratios.size() / 2]);
   }
-  confirmation c{std::exp(log_sum / double(shapes)), worst, false};
+  confirmation c{std::exp(log_sum / double(shapes)), worst, false, per_shape};
   c.kept = c.speedup >= keep_threshold && c.worst * keep_threshold >= 1.0;
   return c;
 }

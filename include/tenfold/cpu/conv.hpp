@@ -10,8 +10,10 @@
 // each finished block of C is transposed back into rows of channels before the store. The NCHW form
 // packs every window (KH*KW copies of x) per image and panel; the transposes are one pass each over x
 // and y. (k then runs over (kh, kw, c): other bits than the NCHW form's, the same for any thread count.)
+#include "tenfold/cpu/conv_config.hpp"
 #include "tenfold/cpu/conv_padded.hpp"
 #include "tenfold/cpu/gemm_eval.hpp"
+#include "tenfold/tuned/conv_cpu.hpp"
 
 namespace tenfold::cpu {
 
@@ -103,24 +105,34 @@ constexpr conv_dims conv_dims_hwc() {
   return d;
 }
 
-// The blocking of a convolution's product: the defaults, not the tuned table's (tools/tune times matmuls,
-// whose A is a plain matrix; here A is the im2col read through the windows, the dearer operand to pack.
-// The large class's tuned choice on Intel model 167, one part per thread and each thread packing all of
-// A, ran c2 at batch 32 at 0.88-0.93x of the defaults: bench/RESULTS.md).
-inline constexpr gemm_config conv_gemm_config{};
+// The lowering and blocking for the build's machine: the tuned table's entry, else the defaults
+// (cpu/conv_config.hpp). The matmuls' tuned blocking is not used here: its search times matmuls, whose
+// A is a plain matrix, while a convolution's A is the im2col read through the windows, the dearer operand
+// to pack (the large class's choice on Intel model 167, one part per thread and each thread packing all of
+// A, ran c2 at batch 32 at 0.88-0.93x of the defaults: bench/RESULTS.md); tools/tune/conv.hpp times
+// convolutions themselves.
+constexpr conv_config conv_config_for() {
+  for (const conv_tuned_entry& e : tuned::conv_cpu)
+    if (e.machine == build_machine) return e.config;
+  return {};
+}
+inline constexpr gemm_config conv_gemm_config = conv_config_for().blocking;
 
 // Whether NCHW convolution Cv is computed in its NHWC form (see the top): where its windows then read in
 // place and its channels are whole vectors. (A first layer's 1 -> 32 channels at 28 x 28, 9 taps, has too
 // few FLOPs per output for the transposes: 78 -> 29 GFLOP/s turned, one thread on Intel model 167.)
-template <class T, class Cv>
+// (Turn: the configuration allows it, cpu/conv_config.hpp.)
+template <class T, class Cv, bool Turn = conv_config_for().turn_nchw && conv_config_for().read_in_place>
 constexpr bool conv_turned() {
-  if constexpr (Cv::nhwc || Cv::geometry.transposed || conv_pointwise<Cv>() || Cv::Cg % gemm_tile<T>::W != 0)
+  if constexpr (!Turn || Cv::nhwc || Cv::geometry.transposed || conv_pointwise<Cv>() || Cv::Cg % gemm_tile<T>::W != 0)
     return false;
   else return conv_reads_a_in_place<T, Cv, true>(conv_gemm_config);
 }
 
-template <class Dst, class N>
-void run_conv(const Dst& dst, const N& root) {
+// InPlace, Turn: the lowerings the configuration allows; cfg: the product's blocking (cpu/conv_config.hpp;
+// tools/tune passes others).
+template <bool InPlace = conv_config_for().read_in_place, bool Turn = conv_config_for().turn_nchw && InPlace, class Dst, class N>
+void run_conv(const Dst& dst, const N& root, const gemm_config& cfg = conv_gemm_config) {
   using Cv = std::remove_cvref_t<decltype(find_matmul(root))>;
   using T = compute_t<typename Cv::value_type>;
   if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
@@ -130,7 +142,7 @@ void run_conv(const Dst& dst, const N& root) {
     using EX = std::remove_const_t<typename Cv::x_type::element_type>;
     using EW = std::remove_const_t<typename Cv::w_type::element_type>;
     // hwc: C's rows are positions (NHWC, or NCHW turned); else they are one image's channels.
-    constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), turned = conv_turned<T, Cv>(),
+    constexpr bool nhwc = Cv::nhwc, pointwise = conv_pointwise<Cv>(), turned = conv_turned<T, Cv, Turn && InPlace>(),
                    hwc = nhwc || turned;
     constexpr bool direct = !turned && conv_direct<Dst, N, Cv, T>();
     static constexpr conv_dims dims = turned ? conv_dims_hwc<Cv>() : conv_dims_of<Cv>();
@@ -148,12 +160,15 @@ void run_conv(const Dst& dst, const N& root) {
     using L = std::conditional_t<vec, L0, float>;
     using index_array = std::array<index_t, 5>;
     // Threads as run_gemm splits them: whole products per thread when there are enough, else each is cut.
-    constexpr gemm_config cfg = conv_gemm_config;
     // A single product too small to cut over threads is cut along k instead (a weight gradient's).
     constexpr index_t slices = gemms == 1 ? gemm_k_slices<T>(M, NC, K) : 1;
     const gemm_schedule sched = slices > 1 ? gemm_schedule{} : schedule_gemm(M, NC, K, gemms, false, cfg);
     // NHWC windows read in place over a padded copy of the images a part's rows cover (cpu/conv_padded.hpp).
-    constexpr bool in_place = hwc && !pointwise && slices == 1 && conv_reads_a_in_place<T, Cv, hwc>(cfg);
+    // (decided with the default kc, a whole number of vectors as conv_reads_a_in_place needs; a kc that is
+    // not cannot read in place)
+    constexpr bool in_place = InPlace && hwc && !pointwise && slices == 1 && conv_reads_a_in_place<T, Cv, hwc>(conv_gemm_config);
+    if (in_place && cfg.kc % gemm_tile<T>::W != 0)
+      throw error("tenfold::cpu::run_conv: a convolution read in place needs a kc of whole vectors (cpu/conv_config.hpp)");
     static_assert(!turned || in_place, "an NCHW convolution is turned only where its windows are read in place");
     const index_t parts = sched.parts;
     auto task = [&](index_t t0, index_t t1) {
