@@ -71,13 +71,8 @@ attention_problem make_attention_problem(const std::string& name) {
     if constexpr (Causal) return tf::attention(d->q, d->k, d->v, tf::causal);
     else return tf::attention(d->q, d->k, d->v);
   };
-  auto root = tf::detail::expand_to<Sh>(tf::detail::as_node(expr()));
-  const auto dst = tf::detail::as_destination(d->out);
-  using P = tf::arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
-  static_assert(P::bytes == 0, "attention over tensors needs no arena");
-  tf::cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
-  auto prepared = tf::plan::prepare_root(std::move(root), slots);
-  static_assert(tf::detail::is_attention_node_v<decltype(prepared)>, "tools/tune: attention no longer reaches cpu::run_attention");
+  const auto [dst, prepared] = prepared_for(d->out, expr());
+  static_assert(tf::detail::is_attention_node_v<std::remove_const_t<decltype(prepared)>>, "tools/tune: attention no longer reaches cpu::run_attention");
   attention_problem pr;
   pr.name = name;
   pr.run = [d, dst, prepared](const attention_config& cfg) { tf::cpu::run_attention(dst, prepared, cfg); };
@@ -90,13 +85,7 @@ attention_problem make_attention_problem(const std::string& name) {
   return pr;
 }
 
-struct attention_result {
-  attention_config best;  // what the table gets: the search's winner, or the defaults
-  attention_config found; // the search's winner
-  double speedup = 1, worst = 1;
-  int tried = 0, rejected = 0;
-  std::string per_shape; // the winner's median ratio to the defaults on each shape
-};
+using attention_result = search_result<attention_config>;
 
 inline attention_result tune_attention(bool quick, double min_s) {
   // The examples' attention: MiniLM (12 heads of 32 over 128 tokens, batch 1 and 32), the decoder's
@@ -134,18 +123,9 @@ inline attention_result tune_attention(bool quick, double min_s) {
       const double sc = score(cfg);
       if (sc < best_score) best_score = sc, best = cfg;
     }
-  if (!(best == attention_config{})) {
-    const confirmation c = confirm_winner(
-        probs.size(), quick ? 1 : 5, [&](std::size_t i) { return probs[i].seconds(attention_config{}, min_s); },
-        [&](std::size_t i) { return probs[i].seconds(best, min_s); });
-    r.found = best, r.speedup = c.speedup, r.worst = c.worst;
-    if (c.kept) r.best = best;
-    char line[120];
-    for (std::size_t i = 0; i < probs.size(); ++i) {
-      std::snprintf(line, sizeof line, "%s%s %.3f", i ? ", " : "", probs[i].name.c_str(), c.per_shape[i]);
-      r.per_shape += line;
-    }
-  }
+  confirm_into(
+      r, best, probs.size(), quick ? 1 : 5, [&](std::size_t i) { return probs[i].seconds(attention_config{}, min_s); },
+      [&](std::size_t i) { return probs[i].seconds(best, min_s); }, [&](std::size_t i) { return probs[i].name; });
   return r;
 }
 } // namespace tune

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <new>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tune {
@@ -30,6 +33,20 @@ struct aligned_allocator {
 };
 template <class T>
 using aligned_vector = std::vector<T, aligned_allocator<T>>;
+
+// The destination leaf of y and the root of e, prepared as tenfold::eval prepares them (for an
+// expression that needs no arena): a search then calls the kernel eval would call, with its own
+// configuration.
+template <class Y, class E>
+auto prepared_for(Y& y, E&& e) {
+  namespace tf = tenfold;
+  auto root = tf::detail::expand_to<typename Y::shape_type>(tf::detail::as_node(std::forward<E>(e)));
+  const auto dst = tf::detail::as_destination(y);
+  using P = tf::arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
+  static_assert(P::bytes == 0, "tools/tune: this expression needs an arena");
+  tf::cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
+  return std::pair{dst, tf::plan::prepare_root(std::move(root), slots)};
+}
 
 // Seconds per call of f: the best of three runs of enough calls to take `min_s` each, after one call to
 // warm up (buffers grown, the pool awake).
@@ -101,5 +118,33 @@ confirmation confirm_winner(std::size_t shapes, int reps, DefaultSeconds&& t_def
   confirmation c{std::exp(log_sum / double(shapes)), worst, false, per_shape};
   c.kept = c.speedup >= keep_threshold && c.worst * keep_threshold >= 1.0;
   return c;
+}
+
+// What a search of one configuration type found (the attention's, the convolutions').
+template <class Config>
+struct search_result {
+  Config best;  // what the table gets: the search's winner, or the defaults
+  Config found; // the search's winner
+  double speedup = 1, worst = 1;
+  int tried = 0, rejected = 0;
+  std::string per_shape; // the winner's median ratio to the defaults on each measurement
+  bool taken() const { return !(best == Config{}); }
+  bool off_defaults() const { return !(found == Config{}); }
+};
+
+// The search's winner against the defaults (confirm_winner) over `measured` timings, into r; name(i):
+// measurement i's label.
+template <class Config, class DefaultSeconds, class WinnerSeconds, class Name>
+void confirm_into(search_result<Config>& r, const Config& best, std::size_t measured, int reps, DefaultSeconds&& t_default,
+                  WinnerSeconds&& t_winner, Name&& name) {
+  if (best == Config{}) return;
+  const confirmation c = confirm_winner(measured, reps, t_default, t_winner);
+  r.found = best, r.speedup = c.speedup, r.worst = c.worst;
+  if (c.kept) r.best = best;
+  for (std::size_t i = 0; i < measured; ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s%s %.3f", i ? ", " : "", name(i).c_str(), c.per_shape[i]);
+    r.per_shape += line;
+  }
 }
 } // namespace tune

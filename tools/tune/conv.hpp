@@ -83,13 +83,8 @@ conv_problem make_conv_problem() {
     if constexpr (Nhwc) return tf::conv2d(d->x, d->w, tf::padding<1>, tf::nhwc);
     else return tf::conv2d(d->x, d->w, tf::padding<1>);
   };
-  auto root = tf::detail::expand_to<YS>(tf::detail::as_node(expr()));
-  const auto dst = tf::detail::as_destination(d->y);
-  using P = tf::arena_plan<decltype(root), std::remove_const_t<decltype(dst)>>;
-  static_assert(P::bytes == 0, "a bare convolution needs no arena");
-  tf::cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
-  auto prepared = tf::plan::prepare_root(std::move(root), slots);
-  static_assert(tf::plan::gemm_root_v<decltype(prepared)>, "tools/tune: conv2d no longer reaches cpu::run_conv");
+  const auto [dst, prepared] = prepared_for(d->y, expr());
+  static_assert(tf::plan::gemm_root_v<std::remove_const_t<decltype(prepared)>>, "tools/tune: conv2d no longer reaches cpu::run_conv");
   conv_problem pr;
   pr.name = std::string(Nhwc ? "NHWC" : "NCHW") + " " + std::to_string(C) + " -> " + std::to_string(OC) + " at " + std::to_string(HW) +
             ", batch " + std::to_string(N);
@@ -106,13 +101,7 @@ conv_problem make_conv_problem() {
   return pr;
 }
 
-struct conv_result {
-  conv_config best;  // what the table gets: the search's winner, or the defaults
-  conv_config found; // the search's winner
-  double speedup = 1, worst = 1;
-  int tried = 0, rejected = 0;
-  std::string per_shape; // the winner's median ratio to the defaults on each shape (pool/one thread)
-};
+using conv_result = search_result<conv_config>;
 
 inline conv_result tune_conv(bool quick, double min_s) {
   using tenfold::cpu::gemm_split_axis;
@@ -180,17 +169,9 @@ inline conv_result tune_conv(bool quick, double min_s) {
       try_config(cfg);
     }
   }
-  if (!(best == conv_config{})) {
-    const confirmation c = confirm_winner(
-        measured, quick ? 1 : 5, [&](std::size_t i) { return seconds(i, conv_config{}); }, [&](std::size_t i) { return seconds(i, best); });
-    r.found = best, r.speedup = c.speedup, r.worst = c.worst;
-    if (c.kept) r.best = best;
-    char line[120];
-    for (std::size_t i = 0; i < probs.size(); ++i) {
-      std::snprintf(line, sizeof line, "%s%s %.3f/%.3f", i ? ", " : "", probs[i].name.c_str(), c.per_shape[2 * i], c.per_shape[2 * i + 1]);
-      r.per_shape += line;
-    }
-  }
+  confirm_into(
+      r, best, measured, quick ? 1 : 5, [&](std::size_t i) { return seconds(i, conv_config{}); }, [&](std::size_t i) { return seconds(i, best); },
+      [&](std::size_t i) { return probs[i / 2].name + (i % 2 ? " (one thread)" : ""); });
   return r;
 }
 } // namespace tune

@@ -329,6 +329,30 @@ void write_table(const std::string& path, const machine_key& m, const std::vecto
   out << "    // entries:end\n}};\n} // namespace tenfold::tuned\n";
   if (!out) throw std::runtime_error(path + ": cannot write");
 }
+
+// A search's outcome, printed: what it tried, the winner, and each measurement's ratio where it left the
+// defaults.
+template <class Config>
+void report(const char* what, const tune::search_result<Config>& r, clock_type::time_point t0) {
+  std::printf("%-9s %3d tried, %d rejected, %5.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n", what, r.tried, r.rejected,
+              std::chrono::duration<double>(clock_type::now() - t0).count(), describe(r.found).c_str(), r.speedup, r.worst,
+              r.taken() ? "taken" : r.off_defaults() ? "below the threshold, defaults kept" : "the defaults are the fastest");
+  if (r.off_defaults()) std::printf("          by shape: %s\n", r.per_shape.c_str());
+}
+// This machine's one entry of a search's table, with what was measured as its comment.
+template <class Config>
+void write_entry(const std::string& path, const machine_key& m, const std::string& measured_on, const tune::search_result<Config>& r,
+                 const table_format& f, const char* what) {
+  std::ostringstream l, note;
+  note << std::fixed;
+  note.precision(3);
+  if (r.taken()) note << r.speedup << "x the defaults (worst shape " << r.worst << "x)";
+  else if (r.off_defaults()) note << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
+  else note << "the defaults are the fastest";
+  l << "    {" << machine_text(m) << ", " << describe(r.best) << "}, // " << measured_on << ": " << note.str();
+  write_table(path, m, {l.str()}, f);
+  std::printf("wrote %s (1 %s entry for this machine)\n", path.c_str(), what);
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -395,18 +419,10 @@ int main(int argc, char** argv) {
     const tune::elementwise_result ew = tune::tune_elementwise(quick);
     const auto t_at = clock_type::now();
     const tune::attention_result at = tune::tune_attention(quick, quick ? 0.005 : 0.03);
-    const bool at_taken = !(at.best == cpu::attention_config{}), at_off = !(at.found == cpu::attention_config{});
-    std::printf("attention %d tried, %d rejected, %4.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n", at.tried, at.rejected,
-                std::chrono::duration<double>(clock_type::now() - t_at).count(), describe(at.found).c_str(), at.speedup, at.worst,
-                at_taken ? "taken" : at_off ? "below the threshold, defaults kept" : "the defaults are the fastest");
-    if (at_off) std::printf("          by shape: %s\n", at.per_shape.c_str());
+    report("attention", at, t_at);
     const auto t_cv = clock_type::now();
     const tune::conv_result cv = tune::tune_conv(quick, quick ? 0.005 : 0.03);
-    const bool cv_taken = !(cv.best == cpu::conv_config{}), cv_off = !(cv.found == cpu::conv_config{});
-    std::printf("conv      %d tried, %d rejected, %4.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n", cv.tried, cv.rejected,
-                std::chrono::duration<double>(clock_type::now() - t_cv).count(), describe(cv.found).c_str(), cv.speedup, cv.worst,
-                cv_taken ? "taken" : cv_off ? "below the threshold, defaults kept" : "the defaults are the fastest");
-    if (cv_off) std::printf("          by shape: %s\n", cv.per_shape.c_str());
+    report("conv", cv, t_cv);
     std::printf("search: %.0f s\n", std::chrono::duration<double>(clock_type::now() - start).count());
     if (!write_path.empty()) {
       write_table(write_path, built, lines, gemm_table);
@@ -419,28 +435,8 @@ int main(int argc, char** argv) {
       write_table(write_elementwise_path, built, {l.str()}, elementwise_table);
       std::printf("wrote %s (1 entry for this machine)\n", write_elementwise_path.c_str());
     }
-    if (!write_attention_path.empty()) {
-      std::ostringstream l, note;
-      note << std::fixed;
-      note.precision(3);
-      if (at_taken) note << at.speedup << "x the defaults (worst shape " << at.worst << "x)";
-      else if (at_off) note << "defaults kept (best found " << describe(at.found) << ": " << at.speedup << "x, worst shape " << at.worst << "x)";
-      else note << "the defaults are the fastest";
-      l << "    {" << machine_text(built) << ", " << describe(at.best) << "}, // " << model << ", " << date << ": " << note.str();
-      write_table(write_attention_path, built, {l.str()}, attention_table);
-      std::printf("wrote %s (1 attention entry for this machine)\n", write_attention_path.c_str());
-    }
-    if (!write_conv_path.empty()) {
-      std::ostringstream l, note;
-      note << std::fixed;
-      note.precision(3);
-      if (cv_taken) note << cv.speedup << "x the defaults (worst shape " << cv.worst << "x)";
-      else if (cv_off) note << "defaults kept (best found " << describe(cv.found) << ": " << cv.speedup << "x, worst shape " << cv.worst << "x)";
-      else note << "the defaults are the fastest";
-      l << "    {" << machine_text(built) << ", " << describe(cv.best) << "}, // " << model << ", " << date << ": " << note.str();
-      write_table(write_conv_path, built, {l.str()}, conv_table);
-      std::printf("wrote %s (1 conv entry for this machine)\n", write_conv_path.c_str());
-    }
+    if (!write_attention_path.empty()) write_entry(write_attention_path, built, model + ", " + date, at, attention_table, "attention");
+    if (!write_conv_path.empty()) write_entry(write_conv_path, built, model + ", " + date, cv, conv_table, "conv");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tenfold_tune: %s\n", e.what());
     return 1;
