@@ -72,7 +72,8 @@ attention_problem make_attention_problem(const std::string& name) {
     else return tf::attention(d->q, d->k, d->v);
   };
   const auto [dst, prepared] = prepared_for(d->out, expr());
-  static_assert(tf::detail::is_attention_node_v<std::remove_const_t<decltype(prepared)>>, "tools/tune: attention no longer reaches cpu::run_attention");
+  static_assert(tf::detail::is_attention_node_v<std::remove_const_t<decltype(prepared)>>,
+                "tools/tune: attention no longer reaches cpu::run_attention");
   attention_problem pr;
   pr.name = name;
   pr.run = [d, dst, prepared](const attention_config& cfg) { tf::cpu::run_attention(dst, prepared, cfg); };
@@ -101,7 +102,8 @@ inline attention_result tune_attention(bool quick, double min_s) {
   std::vector<double> base(probs.size());
   for (std::size_t i = 0; i < probs.size(); ++i) {
     probs[i].run(attention_config{});
-    if (!probs[i].correct()) throw std::runtime_error("attention's default tiles are wrong on this machine: run the tests");
+    if (!probs[i].correct())
+      throw std::runtime_error("attention's default tiles are wrong on this machine: run the tests");
     base[i] = probs[i].seconds(attention_config{}, min_s);
   }
   auto score = [&](const attention_config& cfg) {

@@ -1,13 +1,14 @@
 #pragma once
 // tools/tune's search of the CPU convolutions' lowering and blocking (cpu/conv_config.hpp), timed on
-// convolutions themselves: the small CNN's 3x3 layers of bench/bench_conv.cpp (c1: 1 -> 32 at 28x28, c2:
-// 32 -> 64 at 28x28, c3: 32 -> 64 at 14x14) at batch 32 and 1, NHWC and NCHW, and examples/fashion_mnist's
-// two (1 -> 16 at 28x28, 16 -> 32 at 14x14, batch 64), each through the kernel eval
-// runs (cpu::run_conv on the prepared node), over the pool and on one thread, and checked against a
-// double-precision sum at every 53rd output. First the lowerings (windows read in place or packed; NCHW turned into NHWC or not) at the
-// default blocking, then, with the fastest, the blocking one parameter at a time (kc, rows per block,
-// parts per thread, the split's axis). The rules are the GEMM's (common.hpp: no shape over 5% slower,
-// 5% over the set in a final alternated run, else the defaults stay).
+// convolutions themselves: the small CNN's 3x3 layers of bench/bench_conv.cpp (c1: 1 -> 32 at 28x28,
+// c2: 32 -> 64 at 28x28, c3: 32 -> 64 at 14x14) at batch 32 and 1, NHWC and NCHW, and
+// examples/fashion_mnist's two (1 -> 16 at 28x28, 16 -> 32 at 14x14, batch 64), each through the kernel
+// eval runs (cpu::run_conv on the prepared node), over the pool and on one thread, and checked against
+// a double-precision sum at every 53rd output. First the lowerings (windows read in place or packed;
+// NCHW turned into NHWC or not) at the default blocking, then, with the fastest, the blocking one
+// parameter at a time (kc, rows per block, parts per thread, the split's axis). The rules are the
+// GEMM's (common.hpp: no shape over 5% slower, 5% over the set in a final alternated run, else the
+// defaults stay).
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -62,7 +63,8 @@ conv_problem make_conv_problem() {
     return double(Nhwc ? d->x.data()[((n * HW + h) * HW + w) * C + c] : d->x.data()[((n * C + c) * HW + h) * HW + w]);
   };
   const auto wv = [&](index_t o, index_t c, index_t kh, index_t kw) {
-    return double(Nhwc ? d->w.data()[((kh * KS + kw) * C + c) * OC + o] : d->w.data()[((o * C + c) * KS + kh) * KS + kw]);
+    return double(Nhwc ? d->w.data()[((kh * KS + kw) * C + c) * OC + o]
+                       : d->w.data()[((o * C + c) * KS + kh) * KS + kw]);
   };
   for (index_t i = 0; i < YS::size; i += 53) {
     index_t n, o, oh, ow;
@@ -84,10 +86,11 @@ conv_problem make_conv_problem() {
     else return tf::conv2d(d->x, d->w, tf::padding<1>);
   };
   const auto [dst, prepared] = prepared_for(d->y, expr());
-  static_assert(tf::plan::gemm_root_v<std::remove_const_t<decltype(prepared)>>, "tools/tune: conv2d no longer reaches cpu::run_conv");
+  static_assert(tf::plan::gemm_root_v<std::remove_const_t<decltype(prepared)>>,
+                "tools/tune: conv2d no longer reaches cpu::run_conv");
   conv_problem pr;
-  pr.name = std::string(Nhwc ? "NHWC" : "NCHW") + " " + std::to_string(C) + " -> " + std::to_string(OC) + " at " + std::to_string(HW) +
-            ", batch " + std::to_string(N);
+  pr.name = std::string(Nhwc ? "NHWC" : "NCHW") + " " + std::to_string(C) + " -> " + std::to_string(OC) + " at " +
+            std::to_string(HW) + ", batch " + std::to_string(N);
   pr.run = [d, dst, prepared](const conv_config& c) {
     if (c.read_in_place && c.turn_nchw) tf::cpu::run_conv<true, true>(dst, prepared, c.blocking);
     else if (c.read_in_place) tf::cpu::run_conv<true, false>(dst, prepared, c.blocking);
@@ -126,7 +129,8 @@ inline conv_result tune_conv(bool quick, double min_s) {
   std::vector<double> base(measured);
   for (std::size_t i = 0; i < probs.size(); ++i) {
     probs[i].run(conv_config{});
-    if (!probs[i].correct()) throw std::runtime_error("the convolutions' default configuration is wrong on this machine: run the tests");
+    if (!probs[i].correct())
+      throw std::runtime_error("the convolutions' default configuration is wrong on this machine: run the tests");
   }
   for (std::size_t i = 0; i < measured; ++i) base[i] = seconds(i, conv_config{});
   auto score = [&](const conv_config& cfg) {
@@ -158,8 +162,10 @@ inline conv_result tune_conv(bool quick, double min_s) {
       try_config(cfg);
     }
   };
-  sweep(quick ? std::vector<index_t>{128, 256} : std::vector<index_t>{128, 192, 256, 384}, &tenfold::cpu::gemm_config::kc);
-  sweep(quick ? std::vector<index_t>{8, 24} : std::vector<index_t>{8, 12, 16, 24, 32, 48}, &tenfold::cpu::gemm_config::mc_panels);
+  sweep(quick ? std::vector<index_t>{128, 256} : std::vector<index_t>{128, 192, 256, 384},
+        &tenfold::cpu::gemm_config::kc);
+  sweep(quick ? std::vector<index_t>{8, 24} : std::vector<index_t>{8, 12, 16, 24, 32, 48},
+        &tenfold::cpu::gemm_config::mc_panels);
   if (!quick) sweep({1, 2, 3, 4}, &tenfold::cpu::gemm_config::parts_per_thread);
   {
     const conv_config from = best;
@@ -170,7 +176,8 @@ inline conv_result tune_conv(bool quick, double min_s) {
     }
   }
   confirm_into(
-      r, best, measured, quick ? 1 : 5, [&](std::size_t i) { return seconds(i, conv_config{}); }, [&](std::size_t i) { return seconds(i, best); },
+      r, best, measured, quick ? 1 : 5, [&](std::size_t i) { return seconds(i, conv_config{}); },
+      [&](std::size_t i) { return seconds(i, best); },
       [&](std::size_t i) { return probs[i / 2].name + (i % 2 ? " (one thread)" : ""); });
   return r;
 }
