@@ -4,8 +4,9 @@
 // any of them can do, since each reads x once and writes the result once). All in one process on
 // the same buffers; each implementation is checked against a double-precision loop first.
 //
-// Names are op/impl/shape; the "bytes" counter is 2 x the tensor (one read, one write), so
-// bytes_per_second of copy is the bound. Times are CPU times (Google Benchmark's default): single-
+// softmax also runs its two forms by name (two_pass, online: ops/softmax_config.hpp); "tenfold" is the
+// one the build machine's tuned table chooses. Names are op/impl/shape; the "bytes" counter is 2 x the tensor (one
+// read, one write), so bytes_per_second of copy is the bound. Times are CPU times (Google Benchmark's default): single-
 // threaded runs on a shared machine lose wall time to other processes that is not theirs.
 // bench/run_rows.sh runs it; bench/rows_report.py turns the JSON into the table of bench/RESULTS.md.
 #include <benchmark/benchmark.h>
@@ -62,7 +63,7 @@ auto xm(tf::Tensor<float, S>& t) {
 }
 
 enum class op { softmax, layer_norm, rms_norm };
-enum class impl { tenfold, materialized, eigen, xtensor, copy };
+enum class impl { tenfold, two_pass, online, materialized, eigen, xtensor, copy };
 
 template <op O, impl I, index_t R, index_t C>
 void run_once(data<R, C>& d) {
@@ -70,6 +71,11 @@ void run_once(data<R, C>& d) {
   constexpr float eps = 1e-5f;
   if constexpr (I == impl::copy) {
     std::memcpy(d.out.data(), d.x.data(), sizeof(float) * R * C);
+  } else if constexpr (I == impl::two_pass || I == impl::online) {
+    // softmax's two forms whatever the tuned table chooses (ops/softmax_config.hpp; "tenfold" is the chosen one)
+    using last = detail::mask_holder<detail::canon(std::array<bool, 2>{false, true})>;
+    if constexpr (I == impl::two_pass) d.out = detail::softmax_two_pass<last>(detail::as_node(d.x));
+    else d.out = detail::softmax_online<last>(detail::as_node(d.x));
   } else if constexpr (I == impl::tenfold) {
     if constexpr (O == op::softmax) d.out = softmax(d.x);
     else if constexpr (O == op::layer_norm) d.out = layer_norm(d.x, d.gamma, d.beta, eps);
@@ -200,6 +206,10 @@ void register_all(const char* name) {
     benchmark::RegisterBenchmark((std::string(name) + "/" + impl_name + "/" + shape).c_str(), fn)->Unit(benchmark::kMicrosecond);
   };
   reg("tenfold", bench<O, impl::tenfold, R, C>);
+  if constexpr (O == op::softmax) {
+    reg("two_pass", bench<O, impl::two_pass, R, C>);
+    reg("online", bench<O, impl::online, R, C>);
+  }
   reg("materialized", bench<O, impl::materialized, R, C>);
   reg("eigen", bench<O, impl::eigen, R, C>);
   reg("xtensor", bench<O, impl::xtensor, R, C>);

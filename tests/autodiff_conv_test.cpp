@@ -242,6 +242,29 @@ TEST_CASE("vjp: the gradient of <g, f(x)> for a non-scalar f", "[autodiff]") {
   }
 }
 
+// The online form's gradient: its max part has none, its sum part's is exp(x - max); together the
+// definition's s * (g - Σ g s) per row.
+TEST_CASE("vjp: the online softmax's gradient is softmax's (ops/softmax_config.hpp)", "[autodiff]") {
+  using S = shape<3, 37>;
+  const auto v = random_tensor<double, S>(44);
+  const auto g = random_tensor<double, S>(45);
+  using last = detail::mask_holder<detail::canon(std::array<bool, 2>{false, true})>;
+  auto [dx] = vjp([](const auto& x_) { return detail::softmax_online<last>(detail::as_node(x_)); }, g, v);
+  const Tensor<double, S> got = dx;
+  for (int i = 0; i < 3; ++i) {
+    long double m = -INFINITY, z = 0, dot = 0;
+    for (int j = 0; j < 37; ++j) m = std::max<long double>(m, v(i, j));
+    for (int j = 0; j < 37; ++j) z += std::exp((long double)v(i, j) - m);
+    for (int j = 0; j < 37; ++j) dot += g(i, j) * std::exp((long double)v(i, j) - m) / z;
+    int bad = 0;
+    for (int j = 0; j < 37; ++j) {
+      const long double want = std::exp((long double)v(i, j) - m) / z * (g(i, j) - dot);
+      bad += !(std::abs(got(i, j) - want) <= 1e-12 * (std::abs(want) + 1e-3));
+    }
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("vjp_with_value: the outermost derivative reads the given value instead of recomputing it", "[autodiff][pool]") {
   const auto x = random_tensor<float, shape<2, 3, 6, 8>>(14);
   const auto g = random_tensor<float, shape<2, 3, 3, 4>>(15);

@@ -77,16 +77,32 @@ namespace {
 using X = detail::node_t<decltype(x)&>;
 constexpr auto last_axis = detail::canon(std::array<bool, 2>{false, true});
 using lse_t = detail::reduce_node<ops::shifted_logsumexp, X, last_axis, true>;
-using max_part_t = detail::reduce_node<ops::shifted_logsumexp_part<true>, X, last_axis, true>;
-using log_sum_part_t = detail::reduce_node<ops::shifted_logsumexp_part<false>, X, last_axis, true>;
+using max_part_t = detail::reduce_node<ops::shifted_logsumexp_part<ops::lse_part::max>, X, last_axis, true>;
+using log_sum_part_t = detail::reduce_node<ops::shifted_logsumexp_part<ops::lse_part::log_sum>, X, last_axis, true>;
 } // namespace
 static_assert(same<decltype(log_softmax(x)), decltype((x - std::declval<max_part_t>()) - std::declval<log_sum_part_t>())>);
 static_assert(same<plan::shared_accumulation_t<max_part_t>, lse_t> && same<plan::shared_accumulation_t<log_sum_part_t>, lse_t>);
 // softmax keeps exp(x - max) (accuracy: see ops/rewrite.hpp); its division by the row sum becomes one
-// reciprocal per row and a multiply per element.
+// reciprocal per row and a multiply per element. Rows of 6 floats are short enough for the two-pass form
+// on every machine (the online form wins, where it does, on rows past L1: tools/tune).
 static_assert(!same<decltype(softmax(x)), decltype(exp(x - std::declval<lse_t>()))>);
 static_assert(same<decltype(softmax(x)), decltype(exp(x - max(x, axis<-1>, keepdims)) *
                                                   reciprocal(sum(exp(x - max(x, axis<-1>, keepdims)), axis<-1>, keepdims)))>);
+// Its two forms, whatever the table says: the definition, and exp(x - M) * (1 / S) with M and S the
+// max and the sum parts of one accumulation.
+namespace {
+using last_mask = detail::mask_holder<last_axis>;
+using sum_part_t = detail::reduce_node<ops::shifted_logsumexp_part<ops::lse_part::sum>, X, last_axis, true>;
+} // namespace
+static_assert(same<decltype(detail::softmax_two_pass<last_mask>(std::declval<X>())), decltype(softmax(x))>);
+static_assert(same<decltype(detail::softmax_online<last_mask>(std::declval<X>())),
+                   decltype(exp(x - std::declval<max_part_t>()) * reciprocal(std::declval<sum_part_t>()))>);
+static_assert(same<plan::shared_accumulation_t<sum_part_t>, lse_t>);
+static_assert(plan_of<decltype(detail::softmax_online<last_mask>(std::declval<X>()))>::nests == 1);
+// The choice: online from the configured row length on, never where it is 0 (the default).
+static_assert(!detail::softmax_online_for(index_t(1) << 30, softmax_config{}));
+static_assert(!detail::softmax_online_for(4095, {.online_from_bytes = 4096}) &&
+              detail::softmax_online_for(4096, {.online_from_bytes = 4096}));
 static_assert(plan_of<decltype(log_softmax(x))>::nests == 1 && plan_of<decltype(log_softmax(x))>::buffers == 0);
 
 TEST_CASE("online log_softmax, and softmax with exp kept in the row, give the definition's values", "[rewrite]") {
@@ -128,6 +144,57 @@ TEST_CASE("online log_softmax, and softmax with exp kept in the row, give the de
     }
     CHECK(bad == 0);
   }
+}
+
+// softmax's two forms (ops/softmax_config.hpp) against long double, on rows of C floats (SIMD tails, rows
+// past L1) with ±inf and NaN: the definition's values and IEEE cases from either.
+template <int C>
+void check_softmax_forms() {
+  using S = shape<4, C>;
+  rng g(40 + C);
+  Tensor<float, S> v = normal<S>(g, 0.0f, 30.0f);
+  v(1, C / 2) = -std::numeric_limits<float>::infinity();
+  v(2, C - 1) = std::numeric_limits<float>::infinity(); // NaN for the whole row
+  v(3, 0) = std::numeric_limits<float>::quiet_NaN();
+  using last = detail::mask_holder<detail::canon(std::array<bool, 2>{false, true})>;
+  Tensor<float, S> two = detail::softmax_two_pass<last>(detail::as_node(v)),
+                   online = detail::softmax_online<last>(detail::as_node(v)), chosen = softmax(v);
+  for (int i = 0; i < 4; ++i) {
+    long double m = -INFINITY, s = 0;
+    for (int j = 0; j < C; ++j) m = std::isnan(v(i, j)) || v(i, j) > m ? v(i, j) : m;
+    for (int j = 0; j < C; ++j) s += std::exp((long double)v(i, j) - m);
+    int bad = 0;
+    for (int j = 0; j < C; ++j) {
+      const long double want = std::exp((long double)v(i, j) - m) / s;
+      // x - max rounds at its own scale: a relative error of |x - max| 2^-24 in exp, and a few ulps more
+      const long double tol =
+          (std::isinf(v(i, j)) ? 0 : want * 2e-7 * (4 + std::abs((long double)v(i, j) - m))) + 1e-30;
+      for (float got : {two(i, j), online(i, j), chosen(i, j)})
+        bad += std::isnan(want) ? !std::isnan(got) : !(std::abs(got - want) <= tol);
+    }
+    INFO("row " << i << " of " << C);
+    CHECK(bad == 0);
+  }
+  if (C > 1) CHECK(online(1, C / 2) == 0.0f);
+}
+TEST_CASE("softmax's two-pass and online forms give the definition's values", "[rewrite]") {
+  check_softmax_forms<1>();
+  check_softmax_forms<17>();
+  check_softmax_forms<1000>();
+  check_softmax_forms<9000>(); // past L1, blocks of 1024 merged
+}
+// The table (tools/tune --write-softmax): one entry per machine, each a length the tool measures or 0.
+TEST_CASE("softmax's tuned table", "[rewrite][tune]") {
+  for (const auto& e : tuned::softmax_cpu) {
+    INFO(e.machine.isa << " " << e.machine.l1d_kib << " KiB L1d, " << e.machine.l2_kib << " KiB L2, " << e.machine.cores
+                       << " cores");
+    const index_t b = e.config.online_from_bytes;
+    CHECK((b == 0 || (b >= 1024 && b <= (index_t(256) << 10) && std::has_single_bit(std::uint64_t(b)))));
+    int same_key = 0;
+    for (const auto& f : tuned::softmax_cpu) same_key += f.machine == e.machine;
+    CHECK(same_key == 1);
+  }
+  if (build_machine.cores == 0) CHECK(detail::softmax_config_for() == softmax_config{});
 }
 
 // Issue 13: x - lse(x) rounded lse = max + log Σ at the scale of the row's max: 2.1e-4 relative error on
@@ -346,6 +413,6 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
     CHECK(same_key == 1);
   }
   STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
-  if (cpu::build_machine.cores == 0) // a build that does not say its machine gets the default
+  if (build_machine.cores == 0) // a build that does not say its machine gets the default
     CHECK(cpu::streaming_bytes == cpu::elementwise_config{}.streaming_bytes);
 }

@@ -1,10 +1,11 @@
 cmake_policy(VERSION 3.25)
-# tools:tune_quick: tenfold_tune --quick --write, --write-elementwise, --write-attention and --write-conv
+# tools:tune_quick: tenfold_tune --quick --write, --write-elementwise, --write-attention, --write-conv and
+# --write-softmax
 # on copies of the tuned tables; the GEMM's copy must then hold exactly four entries for this build's
 # machine (one per shape class), the others exactly one, and each every entry it held before for other
 # machines.
 file(MAKE_DIRECTORY ${WORK})
-file(COPY ${TABLE} ${EW_TABLE} ${AT_TABLE} ${CV_TABLE} DESTINATION ${WORK})
+file(COPY ${TABLE} ${EW_TABLE} ${AT_TABLE} ${CV_TABLE} ${SM_TABLE} DESTINATION ${WORK})
 get_filename_component(name ${TABLE} NAME)
 set(copy ${WORK}/${name})
 get_filename_component(ew_name ${EW_TABLE} NAME)
@@ -13,13 +14,15 @@ get_filename_component(at_name ${AT_TABLE} NAME)
 set(at_copy ${WORK}/${at_name})
 get_filename_component(cv_name ${CV_TABLE} NAME)
 set(cv_copy ${WORK}/${cv_name})
-execute_process(COMMAND ${TUNE} --quick --write ${copy} --write-elementwise ${ew_copy} --write-attention ${at_copy} --write-conv ${cv_copy} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+get_filename_component(sm_name ${SM_TABLE} NAME)
+set(sm_copy ${WORK}/${sm_name})
+execute_process(COMMAND ${TUNE} --quick --write ${copy} --write-elementwise ${ew_copy} --write-attention ${at_copy} --write-conv ${cv_copy} --write-softmax ${sm_copy} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tenfold_tune failed (${rc})")
 endif()
 # (each table's "wrote" line: the GEMM's four entries, then one entry of each other table)
-foreach(what "4 entries" "1 entry" "1 attention entry" "1 conv entry")
+foreach(what "4 entries" "1 entry" "1 attention entry" "1 conv entry" "1 softmax entry")
   if(NOT out MATCHES "wrote .* \\(${what} for this machine\\)")
     message(FATAL_ERROR "tenfold_tune did not report writing ${what} for this machine")
   endif()
@@ -60,3 +63,4 @@ check_table(${TABLE} ${copy} 4 gemm_tuned_entry gemm_cpu)
 check_table(${EW_TABLE} ${ew_copy} 1 elementwise_tuned_entry elementwise_cpu)
 check_table(${AT_TABLE} ${at_copy} 1 attention_tuned_entry attention_cpu)
 check_table(${CV_TABLE} ${cv_copy} 1 conv_tuned_entry conv_cpu)
+check_table(${SM_TABLE} ${sm_copy} 1 softmax_tuned_entry softmax_cpu)

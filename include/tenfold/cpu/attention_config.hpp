@@ -4,7 +4,7 @@
 // include/tenfold/tuned/attention_cpu.hpp; cpu/attention.hpp looks the build's machine up there at
 // compile time and falls back to the defaults below elsewhere.
 #include "tenfold/core/config.hpp"
-#include "tenfold/cpu/machine.hpp"
+#include "tenfold/core/machine.hpp"
 
 namespace tenfold::cpu {
 

@@ -1,10 +1,10 @@
 #pragma once
 // When the elementwise and row evaluators (cpu/evaluator.hpp) write with streaming stores. tools/tune
 // measures it on the machine it runs on and writes it into include/tenfold/tuned/elementwise_cpu.hpp,
-// keyed by the machine (cpu/machine.hpp); elsewhere the default below holds. It changes no result: a
+// keyed by the machine (core/machine.hpp); elsewhere the default below holds. It changes no result: a
 // streaming store writes the same bits. (The task grain, cpu::parallel_grain, is not tuned: measured on
 // one operation it would fit only that one's cost per element; tools/tune/elementwise.hpp.)
-#include "tenfold/cpu/machine.hpp"
+#include "tenfold/core/machine.hpp"
 
 namespace tenfold::cpu {
 

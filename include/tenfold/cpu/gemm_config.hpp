@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "tenfold/core/config.hpp"
-#include "tenfold/cpu/machine.hpp"
+#include "tenfold/core/machine.hpp"
 
 namespace tenfold::cpu {
 

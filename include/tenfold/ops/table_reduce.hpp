@@ -440,25 +440,30 @@ struct shifted_logsumexp : logsumexp {
 };
 // log_softmax's two row constants, max(x) and log Σ exp(x - max(x)), kept apart so that its result
 // (x - max) - log Σ rounds at the scale of x - max and of the log, not at the row maximum's: x - lse, with
-// lse = max + log Σ rounded once, lost 2e-4 relative accuracy on rows spanning ±1e4. Both halves run
-// shifted_logsumexp's accumulation and say so (`accumulation`): a row computes it once, in one pass
-// (cpu/row_memo.hpp), and each takes its half. IEEE cases are shifted_logsumexp's: a +inf makes both NaN.
-template <bool Max>
+// lse = max + log Σ rounded once, lost 2e-4 relative accuracy on rows spanning ±1e4. softmax's online
+// form takes the max and Σ exp(x - max) itself (ops/rewrite.hpp). The parts run shifted_logsumexp's
+// accumulation and say so (`accumulation`): a row computes it once, in one pass (cpu/row_memo.hpp), and
+// each takes its part. IEEE cases are shifted_logsumexp's: a +inf makes every part NaN.
+enum class lse_part { max, log_sum, sum };
+template <lse_part P>
 struct shifted_logsumexp_part : shifted_logsumexp {
-  static constexpr std::string_view name = Max ? "logsumexp.max" : "logsumexp.log_sum";
+  static constexpr std::string_view name =
+      P == lse_part::max ? "logsumexp.max" : P == lse_part::log_sum ? "logsumexp.log_sum" : "logsumexp.sum";
   using accumulation = shifted_logsumexp;
   template <class A> TENFOLD_HD static auto finalize(A a, index_t) {
-    if constexpr (Max) return a.m;
-    else return std::log(a.s);
+    if constexpr (P == lse_part::max) return a.m;
+    else if constexpr (P == lse_part::log_sum) return std::log(a.s);
+    else return a.s;
   }
-  // The halves appear only together, in (x - max) - log Σ exp(x - max) (ops/rewrite.hpp), each read with
-  // the same gradient, so only their sum lse(x) = max + log Σ must have its derivative, softmax(x).
-  // Taken whole by the log-sum half, and none by the max half: the max's share (the ties' g / count) and
-  // the log-sum's -max' cancel exactly, and computed apart they cost two row reductions and a compare of
-  // every element with the max (the decoder's logit gradient, [768, 114]).
+  // The parts appear only together: in (x - max) - log Σ exp(x - max) each read with the same gradient,
+  // in exp(x - max) / Σ exp(x - max) as softmax's definition reads them. Neither result depends on the
+  // max, so the max is held constant (no gradient): the max's share (the ties' g / count) and the other
+  // part's -max' cancel exactly, and computed apart they cost two row reductions and a compare of every
+  // element with the max (the decoder's logit gradient, [768, 114]).
   static auto vjp(const auto& x, const auto& y, const auto& g, const auto& ctx) {
-    if constexpr (Max) return no_gradient{};
-    else return g * call<exp>(x - ctx.max_back(x) - y);
+    if constexpr (P == lse_part::max) return no_gradient{};
+    else if constexpr (P == lse_part::log_sum) return g * call<exp>(x - ctx.max_back(x) - y);
+    else return g * call<exp>(x - ctx.max_back(x));
   }
 };
 

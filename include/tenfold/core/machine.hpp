@@ -1,12 +1,12 @@
 #pragma once
-// The machine a tuned table's entry is for (tuned/gemm_cpu.hpp, tuned/elementwise_cpu.hpp): tools/tune
-// measures on the machine it runs on and keys what it writes by this; the kernels look the build's
-// machine up at compile time and fall back to their defaults where no entry matches.
+// The machine a tuned table's entry is for (include/tenfold/tuned/): tools/tune measures on the machine
+// it runs on and keys what it writes by this; the kernels (and softmax's choice of form, ops/rewrite.hpp)
+// look the build's machine up at compile time and fall back to their defaults where no entry matches.
 #include <string_view>
 
 #include "tenfold/core/config.hpp"
 
-namespace tenfold::cpu {
+namespace tenfold {
 
 // The machine a table entry was measured on: the build's ISA, the L1d and L2 of one core, and the
 // number of cores (the pool's default size). The ISA comes from the compiler; the caches and cores from
@@ -36,4 +36,4 @@ inline constexpr machine_key build_machine{build_isa(), TENFOLD_L1D_KIB, TENFOLD
 #else
 inline constexpr machine_key build_machine{build_isa()};
 #endif
-} // namespace tenfold::cpu
+} // namespace tenfold
