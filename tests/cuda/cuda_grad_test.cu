@@ -87,11 +87,17 @@ void check_entry() {
   if constexpr (Op::arity > 2) check_operand<Op, 2>(x, y, g);
 }
 
+// (a functor, not a template lambda: nvcc warns, #445-D, that a lambda's conversion to a function
+// pointer does not use the template parameter its call operator takes)
+struct check_each {
+  template <class Op>
+  void operator()() const {
+    if constexpr (ops::has_vjp<Op>) check_entry<Op>();
+  }
+};
 template <class List>
 void check_all() {
-  List::for_each([]<class Op>() {
-    if constexpr (ops::has_vjp<Op>) check_entry<Op>();
-  });
+  List::for_each(check_each{});
 }
 
 template <class T, class Sh>
