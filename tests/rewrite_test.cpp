@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <tenfold/tenfold.hpp>
 
+#include "../tools/tune/common.hpp" // (prepared_for: the node the tool times variants on)
+
 using namespace tenfold;
 
 namespace {
@@ -412,7 +414,73 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
     for (const auto& f : tuned::elementwise_cpu) same_key += f.machine == e.machine;
     CHECK(same_key == 1);
   }
+  for (const auto& e : tuned::elementwise_cpu) { // the row kernels' prefetch: as tools/tune/rows.hpp searches it
+    CHECK((e.config.tee_ahead >= 0 && e.config.tee_ahead <= 2 && e.config.tail_ahead >= 0 && e.config.tail_ahead <= 2));
+    CHECK((e.config.prefetch_l1_bytes >= 0 && e.config.prefetch_l1_bytes <= (index_t(128) << 10)));
+  }
   STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
   if (build_machine.cores == 0) // a build that does not say its machine gets the default
     CHECK(cpu::streaming_bytes == cpu::elementwise_config{}.streaming_bytes);
+}
+
+// The row kernels' prefetch variants (cpu/elementwise_config.hpp: tee_ahead, tail_ahead,
+// prefetch_l1_bytes), run as tools/tune times them (cpu::run_elementwise_with on the prepared node):
+// every one writes the defaults' bits, on softmax (the tee), layer_norm and rms_norm (the tail sweep),
+// row by row and over the pool, streamed (streaming_bytes 0: the pipelined tee rows), and on bounded rows.
+namespace {
+template <cpu::elementwise_config C, class Y, class E>
+void eval_configured(Y& y, E&& e) {
+  const auto [dst, prepared] = tune::prepared_for(y, std::forward<E>(e));
+  cpu::run_elementwise_with<C>(dst, prepared);
+}
+constexpr cpu::elementwise_config prefetch_variants[] = {
+    {.tee_ahead = 0, .tail_ahead = 0},
+    {.tee_ahead = 2, .tail_ahead = 2, .prefetch_l1_bytes = 0},
+    {.tee_ahead = 2, .tail_ahead = 1, .prefetch_l1_bytes = index_t(1) << 40},
+    {.streaming_bytes = 0, .tee_ahead = 2, .tail_ahead = 2},
+    {.streaming_bytes = 0, .tee_ahead = 0, .tail_ahead = 0},
+};
+template <class S, class B>
+int prefetch_variant_mismatches(Tensor<float, S>& x, const B& gamma, const B& beta) {
+  Tensor<float, S> want, got;
+  if constexpr (S::has_bounded) want.set_length(x.length()), got.set_length(x.length());
+  index_t count = S::size;
+  if constexpr (S::has_bounded) count = x.length() * S::dims[1];
+  int bad = 0;
+  auto compare = [&] {
+    for (index_t i = 0; i < count; ++i)
+      bad += std::bit_cast<std::uint32_t>(want.data()[i]) != std::bit_cast<std::uint32_t>(got.data()[i]);
+  };
+  auto each = [&](auto expr) {
+    want = expr();
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((std::fill(got.data(), got.data() + S::size, -1.0f), eval_configured<prefetch_variants[I]>(got, expr()), compare()), ...);
+    }(std::make_index_sequence<std::size(prefetch_variants)>{});
+  };
+  each([&] { return softmax(x); });
+  each([&] { return layer_norm(x, gamma, beta, 1e-5f); });
+  each([&] { return rms_norm(x, gamma, 1e-5f); });
+  return bad;
+}
+} // namespace
+TEST_CASE("the row kernels' prefetch variants write the defaults' bits", "[rewrite][tune][determinism]") {
+  rng g(36);
+  {
+    Tensor<float, shape<5, 1000>> x = normal<shape<5, 1000>>(g, 0.0f, 4.0f);
+    Tensor<float, shape<1000>> gamma = normal<shape<1000>>(g, 1.0f, 0.5f), beta = normal<shape<1000>>(g, 0.0f, 0.5f);
+    CHECK(prefetch_variant_mismatches(x, gamma, beta) == 0);
+  }
+  {
+    using S = shape<37, 3001>; // over the pool, with a scalar tail
+    auto x = std::make_unique<Tensor<float, S>>(normal<S>(g, 0.0f, 4.0f));
+    Tensor<float, shape<3001>> gamma = normal<shape<3001>>(g, 1.0f, 0.5f), beta = normal<shape<3001>>(g, 0.0f, 0.5f);
+    CHECK(prefetch_variant_mismatches(*x, gamma, beta) == 0);
+  }
+  {
+    Tensor<float, shape<upto<64>, 1000>> x;
+    x.set_length(37);
+    for (index_t i = 0; i < 37 * 1000; ++i) x.data()[i] = float(i % 977) * 0.01f - 4.0f;
+    Tensor<float, shape<1000>> gamma = normal<shape<1000>>(g, 1.0f, 0.5f), beta = normal<shape<1000>>(g, 0.0f, 0.5f);
+    CHECK(prefetch_variant_mismatches(x, gamma, beta) == 0);
+  }
 }

@@ -166,9 +166,10 @@ TENFOLD_INLINE void for_rows_of(index_t* idx, const F& f) {
     for (idx[A] = 0; idx[A] < S::dims[A]; ++idx[A]) for_rows_of<A + 1, B, S>(idx, f);
 }
 
-// dst: a writable leaf with N's shape.
-template <class Dst, class N>
-void run_elementwise(const Dst& dst, const N& n) {
+// dst: a writable leaf with N's shape, under configuration C (run_elementwise: the build machine's;
+// tools/tune times others).
+template <elementwise_config C, class Dst, class N>
+void run_elementwise_with(const Dst& dst, const N& n) {
   using S = typename N::shape_type;
   constexpr int R = S::rank, K = coalesce_start<N, Dst>();
   constexpr index_t inner = detail::product(S::dims, K, R), outer = detail::product(S::dims, 0, K);
@@ -191,11 +192,11 @@ void run_elementwise(const Dst& dst, const N& n) {
     if constexpr (vec && tee_fusable<N, Dst, Kb, L>()) {
       if (tee_same_values(n)) {
         parallel_for(rows, std::max<index_t>(1, parallel_grain / inner_b), 1, [&](index_t o0, index_t o1) {
-          if constexpr (S::bounded_axis == 0) run_tee_rows<Kb, L, false>(dst, n, o0, o1);
+          if constexpr (S::bounded_axis == 0) run_tee_rows<Kb, L, false, C>(dst, n, o0, o1);
           else
             for (index_t o = o0; o < o1; ++o) {
               const index_t f = detail::active_at<S, Kb>(o, length);
-              run_tee_rows<Kb, L, false>(dst, n, f, f + 1);
+              run_tee_rows<Kb, L, false, C>(dst, n, f, f + 1);
             }
         });
         return;
@@ -205,15 +206,15 @@ void run_elementwise(const Dst& dst, const N& n) {
   } else if constexpr (constexpr index_t b = split_rows_factor<Dst, N>(); b > 0) {
     // Reshapes of [..., n/b, b] back to [..., n] in the tree (RoPE's adjoint): the nest over [..., n/b, b],
     // where they cancel (split_rows.hpp).
-    run_elementwise(split_last<b>(dst), split_last<b>(n));
+    run_elementwise_with<C>(split_last<b>(dst), split_last<b>(n));
   } else if constexpr (vec && R >= 3 && !has_transposed_leaf<N>() && col_stride_v<Dst> == 1 && detail::is_elementwise_tree<N>() &&
                        transposed_axis<N, lanes<L>>() >= 0) {
     // An operand contiguous along an earlier axis than the rows: that axis becomes the rows' (blocks.hpp).
     constexpr int a = transposed_axis<N, lanes<L>>();
-    run_elementwise(swap_axes<a, R - 2>(dst), swap_axes<a, R - 2>(n));
+    run_elementwise_with<C>(swap_axes<a, R - 2>(dst), swap_axes<a, R - 2>(n));
   } else {
     // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
-    constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= streaming_bytes;
+    constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= C.streaming_bytes;
     [[maybe_unused]] const bool share = plan::same_repeated_reductions(n); // (plan/same_reductions.hpp: once per launch)
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     // (forced inline: called once per row, a call per row of 16 floats and the row's setup redone from its
@@ -223,7 +224,7 @@ void run_elementwise(const Dst& dst, const N& n) {
         if (j == 0 && stop == inner && tee_same_values(n)) { // E once per element
           index_t o = 0;
           for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
-          return run_tee_rows<K, L, false>(dst, n, o, o + 1);
+          return run_tee_rows<K, L, false, C>(dst, n, o, o + 1);
         }
       }
       // each kind of reduction once per row, when the launch found the kinds' operands equal
@@ -231,14 +232,14 @@ void run_elementwise(const Dst& dst, const N& n) {
       const auto d = make_row<K, L>(dst, idx);
       const auto s = make_row<K, L>(n, idx);
       if constexpr (vec && K > 0 && has_row_reduction<K, N>()) {
-        // The tail sweep prefetches the next row, which its reductions will read first.
-        using prefetch_t = row_prefetch<count_row_leaves<K, N>(), inner * index_t(sizeof(L)) <= (index_t(16) << 10)>;
+        // The tail sweep prefetches a later row, which its reductions will read first.
+        using prefetch_t = row_prefetch_t<K, N, inner * index_t(sizeof(L)), C.tail_ahead, C>;
         index_array next{};
         index_t o = 0;
         for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
-        detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1 < outer ? o + 1 : o, next.data());
+        detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, C.tail_ahead, outer), next.data());
         prefetch_t ahead;
-        collect_row_leaves<K>(n, next.data(), ahead);
+        collect_prefetch<K>(n, next.data(), ahead);
         const prefetching_row<decltype(s), prefetch_t> ps{s, ahead};
         store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(ps), stream>(d, ps, j, stop);
       } else if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);
@@ -272,13 +273,13 @@ void run_elementwise(const Dst& dst, const N& n) {
       if constexpr (S::size <= parallel_grain) tiles(0, count);
       else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
     } else if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
-      // Whole rows per thread: each row prefetches the next, and a streamed row's stores overlap the
-      // next row's compute. (Where the reduction turns out to read other tensors than the tail, rows
+      // Whole rows per thread: each row prefetches a later one (tee_ahead), and a streamed row's stores
+      // overlap the next row's compute. (Where the reduction turns out to read other tensors than the tail, rows
       // go one at a time through `row`, which then takes the ordinary path.)
       const bool tee = tee_same_values(n);
       parallel_for(outer, std::max<index_t>(1, parallel_grain / inner), 1, [&](index_t o0, index_t o1) {
         if (tee) {
-          run_tee_rows<K, L, stream>(dst, n, o0, o1);
+          run_tee_rows<K, L, stream, C>(dst, n, o0, o1);
         } else {
           index_array i{};
           for (index_t o = o0; o < o1; ++o) {
@@ -323,6 +324,11 @@ void run_elementwise(const Dst& dst, const N& n) {
       });
     }
   }
+}
+
+template <class Dst, class N>
+void run_elementwise(const Dst& dst, const N& n) {
+  run_elementwise_with<elementwise_config_for()>(dst, n);
 }
 
 // keepdims at the root is only the destination's shape: the destination leaf without the reduced

@@ -5,16 +5,17 @@
 // the row is still in L1/L2. Recognised from the types alone: op(E, f(broadcast(reduce(E) over the last
 // axis))) with f the identity or one unary op, E not a plain tensor. Values are bitwise those of the
 // two-pass evaluation (same E, same reduction order, same tail).
+#include "tenfold/cpu/elementwise_config.hpp"
 #include "tenfold/cpu/reduce.hpp"
 #include "tenfold/core/unpack.hpp"
 #include "tenfold/plan/same_reductions.hpp"
 
 namespace tenfold::cpu {
 
-// The rows of the leaves an expression reads along its run, one row ahead: a row's compute (softmax's
-// exp sweep) then overlaps the memory traffic of the next, which would otherwise start only when that
-// row's first sweep misses in the cache. Row-constant subtrees (the broadcast reductions) read the same
-// leaves and are skipped.
+// The rows of the leaves an expression reads along its run, some rows ahead (elementwise_config's
+// tee_ahead, tail_ahead): a row's compute (softmax's exp sweep) then overlaps the memory traffic of the
+// next, which would otherwise start only when that row's first sweep misses in the cache. Row-constant
+// subtrees (the broadcast reductions) read the same leaves and are skipped.
 template <int K, class N>
 constexpr int count_row_leaves() {
   constexpr plan::nest_node kind = plan::nest_kind_v<N>;
@@ -23,7 +24,7 @@ constexpr int count_row_leaves() {
     return []<class... C>(detail::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
   else return 0; // row-constant, or read through the run index (not prefetched)
 }
-// Count and cache level are compile-time constants, so the touches unroll into registers.
+// Count and cache level are compile-time constants, so the touches unroll into registers. (Count 0: none.)
 template <int Count, bool ToL1>
 struct row_prefetch {
   std::array<const char*, Count> p{};
@@ -50,6 +51,18 @@ void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
     detail::unpack([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
   }
 }
+// The prefetcher of rows of `Bytes` bytes whose loads of N touch the row `Ahead` rows later: none where
+// Ahead is 0.
+template <int K, class N, index_t Bytes, int Ahead, elementwise_config C>
+using row_prefetch_t = row_prefetch<(Ahead > 0 ? count_row_leaves<K, N>() : 0), (Bytes <= C.prefetch_l1_bytes)>;
+// The row `ahead` rows after row o, or o itself where that is at or past `end` (the last rows then touch
+// themselves again: already cached, and no branch in the loop).
+inline index_t row_ahead(index_t o, int ahead, index_t end) { return o + ahead < end ? o + ahead : o; }
+template <int K, class N, class P>
+void collect_prefetch(const N& n, const index_t* idx, P& pf) {
+  if constexpr (std::tuple_size_v<decltype(pf.p)> > 0) collect_row_leaves<K>(n, idx, pf);
+}
+
 // Does N hold a reduction computed once per row of a run over axes [K, rank)? Such a row is swept
 // more than once (the reductions, then the tail), and its first sweep would wait on memory.
 template <int K, class N>
@@ -169,7 +182,7 @@ struct tee_finish {
 // result does not depend on how rows are split over threads.
 inline constexpr index_t tee_pipeline_bytes = index_t(256) << 10; // both stack rows together
 
-template <int K, class L, bool Stream, class Dst, class N>
+template <int K, class L, bool Stream, elementwise_config Cfg, class Dst, class N>
 void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using C = detail::tuple_element_t<1, decltype(N::args)>;
   using V = typename tee_view<C>::type;
@@ -184,18 +197,16 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
   using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
   const auto& e_node = detail::get<0>(n.args);
-  // Rows that fit L1 are prefetched there; longer ones to L2.
-  using prefetch_t = row_prefetch<count_row_leaves<K, std::remove_cvref_t<decltype(e_node)>>(), inner * index_t(sizeof(T)) <= (index_t(16) << 10)>;
+  using prefetch_t = row_prefetch_t<K, std::remove_cvref_t<decltype(e_node)>, inner * index_t(sizeof(T)), Cfg.tee_ahead, Cfg>;
   alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];
   std::array<index_t, K + 1> idx{}, next{};
   const finish_t none{};
   finish_t behind{};
   for (index_t o = o0; o < o1; ++o) {
     detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());
-    // (The last row touches itself again: already cached, and no branch in the loop.)
-    detail::unravel<shape_from<prefix_dims<S, K>()>>(o + 1 < o1 ? o + 1 : o, next.data());
+    detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, Cfg.tee_ahead, o1), next.data());
     prefetch_t ahead;
-    collect_row_leaves<K>(e_node, next.data(), ahead);
+    collect_prefetch<K>(e_node, next.data(), ahead);
     const auto d = make_row<K, L>(dst, idx.data());
     T* const e_out = pipelined ? stack_rows[(o - o0) & 1] : d.p;
     const auto e = make_row<K, L>(e_node, idx.data()); // (computes the row's max)
