@@ -415,30 +415,34 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
     CHECK(same_key == 1);
   }
   for (const auto& e : tuned::elementwise_cpu) { // the row kernels' prefetch: as tools/tune/rows.hpp searches it
-    CHECK((e.config.tee_ahead >= 0 && e.config.tee_ahead <= 2 && e.config.tail_ahead >= 0 && e.config.tail_ahead <= 2));
-    CHECK((e.config.prefetch_l1_bytes >= 0 && e.config.prefetch_l1_bytes <= (index_t(128) << 10)));
+    for (const cpu::row_prefetch_config& p : {e.config.tee, e.config.tail}) {
+      CHECK((p.ahead >= 0 && p.ahead <= 2));
+      CHECK((p.l1_bytes >= 0 && p.l1_bytes <= (index_t(128) << 10)));
+    }
   }
   STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
   if (build_machine.cores == 0) // a build that does not say its machine gets the default
     CHECK(cpu::streaming_bytes == cpu::elementwise_config{}.streaming_bytes);
 }
 
-// The row kernels' prefetch variants (cpu/elementwise_config.hpp: tee_ahead, tail_ahead,
-// prefetch_l1_bytes), run as tools/tune times them (cpu::run_elementwise_with on the prepared node):
-// every one writes the defaults' bits, on softmax (the tee), layer_norm and rms_norm (the tail sweep),
-// row by row and over the pool, streamed (streaming_bytes 0: the pipelined tee rows), and on bounded rows.
+// The row kernels' prefetch variants (cpu/elementwise_config.hpp: row_prefetch_config for the tee and
+// the tail), run as tools/tune times them (cpu::run_elementwise_with on the prepared node): every one
+// writes the defaults' bits, on softmax (the tee), layer_norm and rms_norm (the tail sweep), row by row
+// and over the pool, streamed (streaming_bytes 0: the pipelined tee rows), and on bounded rows.
 namespace {
 template <cpu::elementwise_config C, class Y, class E>
 void eval_configured(Y& y, E&& e) {
   const auto [dst, prepared] = tune::prepared_for(y, std::forward<E>(e));
   cpu::run_elementwise_with<C>(dst, prepared);
 }
+constexpr cpu::row_prefetch_config none{.ahead = 0}, two_l2_dst{.ahead = 2, .l1_bytes = 0, .dst = true},
+                                   one_l1_dst{.ahead = 1, .l1_bytes = index_t(1) << 40, .dst = true};
 constexpr cpu::elementwise_config prefetch_variants[] = {
-    {.tee_ahead = 0, .tail_ahead = 0},
-    {.tee_ahead = 2, .tail_ahead = 2, .prefetch_l1_bytes = 0},
-    {.tee_ahead = 2, .tail_ahead = 1, .prefetch_l1_bytes = index_t(1) << 40},
-    {.streaming_bytes = 0, .tee_ahead = 2, .tail_ahead = 2},
-    {.streaming_bytes = 0, .tee_ahead = 0, .tail_ahead = 0},
+    {.tee = none, .tail = none},
+    {.tee = two_l2_dst, .tail = two_l2_dst},
+    {.tee = one_l1_dst, .tail = {.ahead = 2}},
+    {.streaming_bytes = 0, .tee = two_l2_dst, .tail = one_l1_dst},
+    {.streaming_bytes = 0, .tee = none, .tail = none},
 };
 template <class S, class B>
 int prefetch_variant_mismatches(Tensor<float, S>& x, const B& gamma, const B& beta) {

@@ -1,15 +1,17 @@
 #pragma once
-// tools/tune's search of the row kernels' prefetch (cpu/elementwise_config.hpp: tee_ahead, tail_ahead,
-// prefetch_l1_bytes): how many rows ahead softmax's tee rows and the norms' tail sweeps prefetch (0, 1 or
-// 2), and up to which row size into L1 rather than L2. Timed through the kernel eval runs
-// (cpu::run_elementwise_with on the prepared node, over the pool) on softmax and layer_norm rows of 256
-// to 32768 floats, 8 MiB each. Every variant must write bitwise what the defaults write (a prefetch
-// changes no value), and the defaults must match a double loop on three rows.
+// tools/tune's search of the row kernels' prefetch (cpu/elementwise_config.hpp: row_prefetch_config, one
+// for softmax's tee rows and one for the other row-fused rows' tail sweeps): how many rows ahead (0, 1 or
+// 2), up to which row size into L1 rather than L2, and whether the destination's row is prefetched for
+// writing too. Timed through the kernel eval runs (cpu::run_elementwise_with on the prepared node, over
+// the pool): the tee's on softmax rows, the tail's on layer_norm rows, of 256 to 32768 floats, 8 MiB each.
+// Every variant must write bitwise what the defaults write (a prefetch changes no value), and the
+// defaults must match a double loop on three rows.
 //
-// A shape's kernel depends only on its own distance and level, so each shape is timed once per variant
-// (none, 1 or 2 rows ahead into L1 or L2: five), and every configuration of the grid is scored from
-// those timings (score_candidate: the geometric mean over the shapes, none more than 5% slower); the
-// winner must then beat the defaults in the alternated comparison (confirm_into).
+// A shape's kernel depends only on its own variant (none; 1 or 2 rows ahead, into L1 or L2, with or
+// without the destination: nine), so each shape is timed once per variant and every configuration of
+// the grid is scored from those timings over its kind's shapes (score_candidate: the geometric mean,
+// none more than 5% slower); each kind's winner must then beat the defaults in the alternated
+// comparison (confirm_into).
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -21,42 +23,35 @@
 #include "common.hpp"
 
 namespace tune {
-// The fields of cpu::elementwise_config this search sets.
-struct row_prefetch_choice {
-  int tee_ahead = 1, tail_ahead = 1;
-  index_t prefetch_l1_bytes = index_t(16) << 10;
-  friend constexpr bool operator==(const row_prefetch_choice&, const row_prefetch_choice&) = default;
-};
-static_assert(row_prefetch_choice{}.tee_ahead == tenfold::cpu::elementwise_config{}.tee_ahead &&
-                  row_prefetch_choice{}.tail_ahead == tenfold::cpu::elementwise_config{}.tail_ahead &&
-                  row_prefetch_choice{}.prefetch_l1_bytes == tenfold::cpu::elementwise_config{}.prefetch_l1_bytes,
-              "tools/tune: row_prefetch_choice's defaults are elementwise_config's");
+using tenfold::cpu::row_prefetch_config;
 
-inline std::string describe(const row_prefetch_choice& c) {
-  return "{.tee_ahead = " + std::to_string(c.tee_ahead) + ", .tail_ahead = " + std::to_string(c.tail_ahead) +
-         ", .prefetch_l1_bytes = " + std::to_string(c.prefetch_l1_bytes) + "}";
+inline std::string describe(const row_prefetch_config& c) {
+  return "{.ahead = " + std::to_string(c.ahead) + ", .l1_bytes = " + std::to_string(c.l1_bytes) + ", .dst = " + (c.dst ? "true" : "false") + "}";
 }
 
 namespace detail_rows {
-// The five kernels of one shape: none, then 1 and 2 rows ahead into L1 and into L2.
-constexpr int variants = 5;
+// The nine kernels of one shape: none, then 1 or 2 rows ahead, into L1 or L2, with or without the
+// destination.
+constexpr int variants = 9;
 constexpr tenfold::cpu::elementwise_config variant_config(int v) {
-  tenfold::cpu::elementwise_config c{};
-  const int ahead = v == 0 ? 0 : v <= 2 ? 1 : 2;
-  c.tee_ahead = c.tail_ahead = ahead;
-  c.prefetch_l1_bytes = v % 2 == 1 ? index_t(1) << 40 : 0; // (odd: into L1 whatever the row's size)
+  tenfold::cpu::elementwise_config c = tenfold::cpu::elementwise_config_for(); // (the machine's streaming threshold)
+  row_prefetch_config p{};
+  p.ahead = v == 0 ? 0 : 1 + (v - 1) / 4;
+  p.l1_bytes = v > 0 && (v - 1) % 4 < 2 ? index_t(1) << 40 : 0; // (into L1, or L2, whatever the row's size)
+  p.dst = v > 0 && (v - 1) % 2 == 1;
+  c.tee = c.tail = p;
   return c;
 }
-constexpr int variant_of(int ahead, bool l1) { return ahead == 0 ? 0 : (ahead == 1 ? 1 : 3) + (l1 ? 0 : 1); }
+inline int variant_of(const row_prefetch_config& p, index_t bytes) {
+  return p.ahead == 0 ? 0 : 1 + (p.ahead - 1) * 4 + (bytes <= p.l1_bytes ? 0 : 2) + (p.dst ? 1 : 0);
+}
 
 struct row_problem {
   std::string name;
-  bool tee = false;  // softmax (tee_ahead) or layer_norm (tail_ahead)
   index_t bytes = 0; // of a row
   std::function<void(int)> run;
   std::function<bool()> same_as_default; // the last run's output, bitwise
 };
-
 template <bool Softmax, index_t C>
 row_problem make_problem() {
   namespace tf = tenfold;
@@ -86,7 +81,6 @@ row_problem make_problem() {
                 "tools/tune: the row kernel no longer reaches cpu::run_elementwise");
   row_problem p;
   p.name = std::string(Softmax ? "softmax " : "layer_norm ") + std::to_string(R) + " x " + std::to_string(C);
-  p.tee = Softmax;
   p.bytes = C * index_t(sizeof(float));
   p.run = [d, dst, prepared](int v) {
     [&]<int... I>(std::integer_sequence<int, I...>) {
@@ -119,65 +113,77 @@ row_problem make_problem() {
 }
 } // namespace detail_rows
 
-using rows_result = search_result<row_prefetch_choice>;
+struct rows_result {
+  search_result<row_prefetch_config> tee, tail;
+};
 
 inline rows_result tune_rows(bool quick, double min_s) {
   using namespace detail_rows;
-  std::vector<row_problem> probs;
-  probs.push_back(make_problem<true, 1024>());
-  probs.push_back(make_problem<false, 1024>());
-  if (!quick) {
-    probs.push_back(make_problem<true, 256>());
-    probs.push_back(make_problem<false, 256>());
-    probs.push_back(make_problem<true, 4096>());
-    probs.push_back(make_problem<false, 4096>());
-    probs.push_back(make_problem<true, 32768>());
-    probs.push_back(make_problem<false, 32768>());
-  }
-  // Each shape's kernel under a configuration, and its time per variant, measured once.
-  auto variant = [&](std::size_t i, const row_prefetch_choice& c) {
-    return variant_of(probs[i].tee ? c.tee_ahead : c.tail_ahead, probs[i].bytes <= c.prefetch_l1_bytes);
-  };
-  std::map<std::pair<std::size_t, int>, double> timed;
-  std::map<std::pair<std::size_t, int>, bool> right;
-  auto measure = [&](std::size_t i, int v) {
-    const auto key = std::pair{i, v};
-    if (!timed.count(key)) {
-      probs[i].run(v);
-      right[key] = probs[i].same_as_default();
-      timed[key] = seconds_per_call([&] { probs[i].run(v); }, min_s);
+  // One kind's search over its shapes (softmax rows: the tee; layer_norm rows: the tail).
+  auto search = [&](std::vector<row_problem>& probs) {
+    search_result<row_prefetch_config> r;
+    std::map<std::pair<std::size_t, int>, double> timed;
+    std::map<std::pair<std::size_t, int>, bool> right;
+    auto measure = [&](std::size_t i, int v) {
+      const auto key = std::pair{i, v};
+      if (!timed.count(key)) {
+        probs[i].run(v);
+        right[key] = probs[i].same_as_default();
+        timed[key] = seconds_per_call([&] { probs[i].run(v); }, min_s);
+      }
+    };
+    std::vector<double> base(probs.size());
+    for (std::size_t i = 0; i < probs.size(); ++i) {
+      measure(i, variant_of({}, probs[i].bytes));
+      base[i] = timed[{i, variant_of({}, probs[i].bytes)}];
     }
+    row_prefetch_config best{};
+    double best_score = 1.0;
+    for (int ahead : {0, 1, 2})
+      for (index_t l1 : {index_t(0), index_t(1) << 10, index_t(4) << 10, index_t(16) << 10, index_t(128) << 10})
+        for (bool dst : {false, true}) {
+          const row_prefetch_config c{ahead, l1, dst};
+          if (c == row_prefetch_config{} || (ahead == 0 && (l1 != 0 || dst))) continue; // (ahead 0: one candidate)
+          ++r.tried;
+          const double sc = score_candidate(
+              base,
+              [&](std::size_t i) {
+                measure(i, variant_of(c, probs[i].bytes));
+                return right[{i, variant_of(c, probs[i].bytes)}];
+              },
+              [&](std::size_t i) { return timed[{i, variant_of(c, probs[i].bytes)}]; }, r.rejected);
+          if (sc < best_score) best_score = sc, best = c;
+        }
+    auto seconds = [&](std::size_t i, const row_prefetch_config& c) {
+      const int v = variant_of(c, probs[i].bytes);
+      return seconds_per_call([&] { probs[i].run(v); }, min_s);
+    };
+    confirm_into(
+        r, best, probs.size(), quick ? 1 : 5, [&](std::size_t i) { return seconds(i, {}); },
+        [&](std::size_t i) { return seconds(i, best); }, [&](std::size_t i) { return probs[i].name; });
+    return r;
   };
   rows_result r;
-  std::vector<double> base(probs.size());
-  for (std::size_t i = 0; i < probs.size(); ++i) {
-    measure(i, variant(i, {}));
-    base[i] = timed[{i, variant(i, {})}];
+  {
+    std::vector<row_problem> probs;
+    probs.push_back(make_problem<true, 1024>());
+    if (!quick) {
+      probs.push_back(make_problem<true, 256>());
+      probs.push_back(make_problem<true, 4096>());
+      probs.push_back(make_problem<true, 32768>());
+    }
+    r.tee = search(probs);
   }
-  row_prefetch_choice best{};
-  double best_score = 1.0;
-  for (int tee : {0, 1, 2})
-    for (int tail : {0, 1, 2})
-      for (index_t l1 : {index_t(0), index_t(1) << 10, index_t(4) << 10, index_t(16) << 10, index_t(128) << 10}) {
-        const row_prefetch_choice c{tee, tail, l1};
-        if (c == row_prefetch_choice{}) continue;
-        ++r.tried;
-        const double sc = score_candidate(
-            base,
-            [&](std::size_t i) {
-              measure(i, variant(i, c));
-              return right[{i, variant(i, c)}];
-            },
-            [&](std::size_t i) { return timed[{i, variant(i, c)}]; }, r.rejected);
-        if (sc < best_score) best_score = sc, best = c;
-      }
-  auto seconds = [&](std::size_t i, const row_prefetch_choice& c) {
-    const int v = variant(i, c);
-    return seconds_per_call([&] { probs[i].run(v); }, min_s);
-  };
-  confirm_into(
-      r, best, probs.size(), quick ? 1 : 5, [&](std::size_t i) { return seconds(i, {}); }, [&](std::size_t i) { return seconds(i, best); },
-      [&](std::size_t i) { return probs[i].name; });
+  {
+    std::vector<row_problem> probs;
+    probs.push_back(make_problem<false, 1024>());
+    if (!quick) {
+      probs.push_back(make_problem<false, 256>());
+      probs.push_back(make_problem<false, 4096>());
+      probs.push_back(make_problem<false, 32768>());
+    }
+    r.tail = search(probs);
+  }
   return r;
 }
 } // namespace tune

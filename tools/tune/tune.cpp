@@ -138,6 +138,7 @@ std::string describe(const gemm_config& c) {
   return o.str();
 }
 
+using tune::describe; // (the row kernels' prefetch: rows.hpp)
 std::string describe(const cpu::attention_config& c) {
   std::ostringstream o;
   o << "{.row_panels = " << c.row_panels << ", .key_panels = " << c.key_panels << "}";
@@ -434,7 +435,8 @@ int main(int argc, char** argv) {
     const tune::elementwise_result ew = tune::tune_elementwise(quick);
     const auto t_rows = clock_type::now();
     const tune::rows_result rows = tune::tune_rows(quick, quick ? 0.002 : 0.02);
-    report("rows", rows, t_rows);
+    report("rows tee", rows.tee, t_rows);
+    report("rows tail", rows.tail, t_rows);
     const tune::softmax_result sm = tune::tune_softmax(quick, quick ? 0.002 : 0.02);
     const auto t_at = clock_type::now();
     const tune::attention_result at = tune::tune_attention(quick, quick ? 0.005 : 0.03);
@@ -449,17 +451,19 @@ int main(int argc, char** argv) {
     }
     if (!write_elementwise_path.empty()) {
       std::ostringstream l;
-      const tune::row_prefetch_choice& rp = rows.best;
-      std::ostringstream rows_note;
-      rows_note << std::fixed;
-      rows_note.precision(3);
-      if (rows.taken()) rows_note << "prefetch " << rows.speedup << "x the defaults (worst shape " << rows.worst << "x)";
-      else if (rows.off_defaults())
-        rows_note << "prefetch defaults kept (best found " << describe(rows.found) << ": " << rows.speedup << "x, worst shape " << rows.worst << "x)";
-      else rows_note << "prefetch: the defaults are the fastest";
-      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << ew.best.streaming_bytes << ", .tee_ahead = " << rp.tee_ahead
-        << ", .tail_ahead = " << rp.tail_ahead << ", .prefetch_l1_bytes = " << rp.prefetch_l1_bytes << "}}, // " << model << ", "
-        << date << ": " << ew.summary << "; " << rows_note.str();
+      auto note = [](const char* kind, const tune::search_result<cpu::row_prefetch_config>& r) {
+        std::ostringstream o;
+        o << std::fixed;
+        o.precision(3);
+        o << kind << " prefetch ";
+        if (r.taken()) o << r.speedup << "x the defaults (worst shape " << r.worst << "x)";
+        else if (r.off_defaults()) o << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
+        else o << "the defaults are the fastest";
+        return o.str();
+      };
+      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << ew.best.streaming_bytes << ", .tee = " << describe(rows.tee.best)
+        << ", .tail = " << describe(rows.tail.best) << "}}, // " << model << ", " << date << ": " << ew.summary << "; "
+        << note("tee", rows.tee) << "; " << note("tail", rows.tail);
       write_table(write_elementwise_path, built, {l.str()}, elementwise_table);
       std::printf("wrote %s (1 entry for this machine)\n", write_elementwise_path.c_str());
     }

@@ -9,19 +9,26 @@
 
 namespace tenfold::cpu {
 
+// How a row-fused row (softmax, the norms: cpu/row_tee.hpp) prefetches while it is swept: the same
+// positions of the row `ahead` rows later (0: nothing), into L1 where a row has at most `l1_bytes` bytes,
+// else into L2, so that a row's compute overlaps the next rows' memory traffic; with `dst`, that row's
+// destination too, for writing (its read for ownership then overlaps compute as well).
+struct row_prefetch_config {
+  int ahead = 1;
+  index_t l1_bytes = index_t(16) << 10;
+  bool dst = false;
+  friend constexpr bool operator==(const row_prefetch_config&, const row_prefetch_config&) = default;
+};
+
 struct elementwise_config {
   // Outputs of at least this many bytes are written with non-temporal stores (no read for ownership of
   // lines the caches would only evict); long rows (softmax, norms) are then also pipelined row by row
   // (cpu/row_tee.hpp).
   index_t streaming_bytes = index_t(8) << 20;
-  // Row-fused rows (softmax, the norms: cpu/row_tee.hpp) prefetch, while one row is swept, the same
-  // positions of the row this many rows later (0: no prefetch), so that a row's compute overlaps the
-  // next rows' memory traffic: `tee_ahead` where the row's reduction sweep also keeps its values
-  // (softmax's exp(x - max)), `tail_ahead` in the tail sweep of the other row-fused rows (layer_norm,
-  // rms_norm). Rows of at most `prefetch_l1_bytes` bytes are prefetched into L1, longer ones into L2.
-  int tee_ahead = 1;
-  int tail_ahead = 1;
-  index_t prefetch_l1_bytes = index_t(16) << 10;
+  // The row kernels' prefetch: `tee` where a row's reduction sweep also keeps the values it reduces
+  // (softmax's exp(x - max)), prefetching during that sweep; `tail` for the other row-fused rows
+  // (layer_norm, rms_norm), prefetching during their tail sweep.
+  row_prefetch_config tee{}, tail{};
   friend constexpr bool operator==(const elementwise_config&, const elementwise_config&) = default;
 };
 

@@ -233,13 +233,13 @@ void run_elementwise_with(const Dst& dst, const N& n) {
       const auto s = make_row<K, L>(n, idx);
       if constexpr (vec && K > 0 && has_row_reduction<K, N>()) {
         // The tail sweep prefetches a later row, which its reductions will read first.
-        using prefetch_t = row_prefetch_t<K, N, inner * index_t(sizeof(L)), C.tail_ahead, C>;
+        using prefetch_t = row_prefetch_t<K, N, Dst, inner * index_t(sizeof(L)), C.tail, stream>;
         index_array next{};
         index_t o = 0;
         for (int i = 0; i < K; ++i) o = o * S::dims[i] + idx[i];
-        detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, C.tail_ahead, outer), next.data());
+        detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, C.tail.ahead, outer), next.data());
         prefetch_t ahead;
-        collect_prefetch<K>(n, next.data(), ahead);
+        collect_prefetch<K>(n, dst, next.data(), ahead);
         const prefetching_row<decltype(s), prefetch_t> ps{s, ahead};
         store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(ps), stream>(d, ps, j, stop);
       } else if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, K>(), typename N::value_type, decltype(s), stream>(d, s, j, stop);
@@ -273,7 +273,7 @@ void run_elementwise_with(const Dst& dst, const N& n) {
       if constexpr (S::size <= parallel_grain) tiles(0, count);
       else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
     } else if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
-      // Whole rows per thread: each row prefetches a later one (tee_ahead), and a streamed row's stores
+      // Whole rows per thread: each row prefetches a later one (C.tee), and a streamed row's stores
       // overlap the next row's compute. (Where the reduction turns out to read other tensors than the tail, rows
       // go one at a time through `row`, which then takes the ordinary path.)
       const bool tee = tee_same_values(n);

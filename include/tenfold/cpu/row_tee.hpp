@@ -13,7 +13,7 @@
 namespace tenfold::cpu {
 
 // The rows of the leaves an expression reads along its run, some rows ahead (elementwise_config's
-// tee_ahead, tail_ahead): a row's compute (softmax's exp sweep) then overlaps the memory traffic of the
+// row_prefetch_config): a row's compute (softmax's exp sweep) then overlaps the memory traffic of the
 // next, which would otherwise start only when that row's first sweep misses in the cache. Row-constant
 // subtrees (the broadcast reductions) read the same leaves and are skipped.
 template <int K, class N>
@@ -24,17 +24,20 @@ constexpr int count_row_leaves() {
     return []<class... C>(detail::tuple<C...>*) { return (count_row_leaves<K, C>() + ... + 0); }(static_cast<decltype(N::args)*>(nullptr));
   else return 0; // row-constant, or read through the run index (not prefetched)
 }
-// Count and cache level are compile-time constants, so the touches unroll into registers. (Count 0: none.)
-template <int Count, bool ToL1>
+// Count, cache level and whether the destination is touched too are compile-time constants, so the
+// touches unroll into registers. (Count 0: none.)
+template <int Count, bool ToL1, bool Dst = false>
 struct row_prefetch {
   std::array<const char*, Count> p{};
   std::array<index_t, Count> bytes{}; // element size
   int count = 0;
+  static constexpr bool touches_dst = Dst;
+  const char* w = nullptr; // the destination's row (Dst)
+  index_t w_bytes = 0;
   TENFOLD_INLINE void touch(index_t j) const {
-    for (int i = 0; i < Count; ++i) {
-      if constexpr (ToL1) __builtin_prefetch(p[i] + j * bytes[i], 0, 3);
-      else __builtin_prefetch(p[i] + j * bytes[i], 0, 2);
-    }
+    constexpr int level = ToL1 ? 3 : 2;
+    if constexpr (Dst) __builtin_prefetch(w + j * w_bytes, 1, level);
+    for (int i = 0; i < Count; ++i) __builtin_prefetch(p[i] + j * bytes[i], 0, level);
   }
 };
 template <int K, class N, class P>
@@ -51,16 +54,25 @@ void collect_row_leaves(const N& n, const index_t* idx, P& pf) {
     detail::unpack([&](const auto&... c) { (collect_row_leaves<K>(c, idx, pf), ...); }, n.args);
   }
 }
-// The prefetcher of rows of `Bytes` bytes whose loads of N touch the row `Ahead` rows later: none where
-// Ahead is 0.
-template <int K, class N, index_t Bytes, int Ahead, elementwise_config C>
-using row_prefetch_t = row_prefetch<(Ahead > 0 ? count_row_leaves<K, N>() : 0), (Bytes <= C.prefetch_l1_bytes)>;
+// The prefetcher of rows of `Bytes` bytes whose loads of N (into destination D) touch the row P.ahead
+// rows later: none where that is 0; the destination's row too where P.dst, D is contiguous along it and
+// not Streamed (written past the caches, where a prefetch for writing would only pull its lines in).
+template <int K, class N, class D, index_t Bytes, row_prefetch_config P, bool Streamed>
+using row_prefetch_t = row_prefetch<(P.ahead > 0 ? count_row_leaves<K, N>() : 0), (Bytes <= P.l1_bytes),
+                                    (P.ahead > 0 && P.dst && !Streamed && run_stride<D, K>() == 1)>;
 // The row `ahead` rows after row o, or o itself where that is at or past `end` (the last rows then touch
 // themselves again: already cached, and no branch in the loop).
 inline index_t row_ahead(index_t o, int ahead, index_t end) { return o + ahead < end ? o + ahead : o; }
-template <int K, class N, class P>
-void collect_prefetch(const N& n, const index_t* idx, P& pf) {
+// pf's pointers for the row at idx: N's leaves, and the destination's row where pf touches it.
+template <int K, class N, class D, class P>
+void collect_prefetch(const N& n, const D& dst, const index_t* idx, P& pf) {
   if constexpr (std::tuple_size_v<decltype(pf.p)> > 0) collect_row_leaves<K>(n, idx, pf);
+  if constexpr (P::touches_dst) {
+    index_t off = D::offset;
+    for (int i = 0; i < K; ++i) off += idx[i] * D::strides[i];
+    pf.w = reinterpret_cast<const char*>(dst.data() + off);
+    pf.w_bytes = index_t(sizeof(typename D::element_type));
+  }
 }
 
 // Does N hold a reduction computed once per row of a run over axes [K, rank)? Such a row is swept
@@ -197,16 +209,16 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
   using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
   const auto& e_node = detail::get<0>(n.args);
-  using prefetch_t = row_prefetch_t<K, std::remove_cvref_t<decltype(e_node)>, inner * index_t(sizeof(T)), Cfg.tee_ahead, Cfg>;
+  using prefetch_t = row_prefetch_t<K, std::remove_cvref_t<decltype(e_node)>, Dst, inner * index_t(sizeof(T)), Cfg.tee, Stream>;
   alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];
   std::array<index_t, K + 1> idx{}, next{};
   const finish_t none{};
   finish_t behind{};
   for (index_t o = o0; o < o1; ++o) {
     detail::unravel<shape_from<prefix_dims<S, K>()>>(o, idx.data());
-    detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, Cfg.tee_ahead, o1), next.data());
+    detail::unravel<shape_from<prefix_dims<S, K>()>>(row_ahead(o, Cfg.tee.ahead, o1), next.data());
     prefetch_t ahead;
-    collect_prefetch<K>(e_node, next.data(), ahead);
+    collect_prefetch<K>(e_node, dst, next.data(), ahead);
     const auto d = make_row<K, L>(dst, idx.data());
     T* const e_out = pipelined ? stack_rows[(o - o0) & 1] : d.p;
     const auto e = make_row<K, L>(e_node, idx.data()); // (computes the row's max)

@@ -11,8 +11,8 @@ namespace tenfold::tuned {
 using cpu::elementwise_config, cpu::elementwise_tuned_entry;
 inline constexpr std::array<elementwise_tuned_entry, 2> elementwise_cpu{{
     // entries:begin
-    {{"avx512", 48, 2048, 2}, {.streaming_bytes = 33554432, .tee_ahead = 1, .tail_ahead = 1, .prefetch_l1_bytes = 16384}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 1.10, 4 MiB: 1.18, 8 MiB: 1.01, 16 MiB: 0.98, 32 MiB: 1.07, 64 MiB: 1.45 -> from 32 MiB; prefetch defaults kept (best found {.tee_ahead = 1, .tail_ahead = 1, .prefetch_l1_bytes = 4096}: 1.015x, worst shape 0.997x)
-    {{"avx2", 48, 2048, 2}, {.streaming_bytes = 67108864, .tee_ahead = 1, .tail_ahead = 1, .prefetch_l1_bytes = 16384}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 1.01, 4 MiB: 1.03, 8 MiB: 1.00, 16 MiB: 1.00, 32 MiB: 1.00, 64 MiB: 1.05 -> from 64 MiB; prefetch: the defaults are the fastest
+    {{"avx512", 48, 2048, 2}, {.streaming_bytes = 33554432, .tee = {.ahead = 1, .l1_bytes = 16384, .dst = false}, .tail = {.ahead = 1, .l1_bytes = 131072, .dst = true}}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 1.21, 4 MiB: 0.98, 8 MiB: 0.98, 16 MiB: 0.99, 32 MiB: 1.42, 64 MiB: 1.38 -> from 32 MiB; tee prefetch defaults kept (best found {.ahead = 1, .l1_bytes = 4096, .dst = true}: 1.022x, worst shape 0.988x); tail prefetch 1.078x the defaults (worst shape 1.032x)
+    {{"avx2", 48, 2048, 2}, {.streaming_bytes = 33554432, .tee = {.ahead = 1, .l1_bytes = 16384, .dst = false}, .tail = {.ahead = 1, .l1_bytes = 131072, .dst = true}}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 1.01, 4 MiB: 1.07, 8 MiB: 1.00, 16 MiB: 1.00, 32 MiB: 1.21, 64 MiB: 1.05 -> from 32 MiB; tee prefetch defaults kept (best found {.ahead = 1, .l1_bytes = 1024, .dst = true}: 1.022x, worst shape 0.966x); tail prefetch 1.061x the defaults (worst shape 1.003x)
     // entries:end
 }};
 } // namespace tenfold::tuned
