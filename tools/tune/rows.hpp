@@ -111,6 +111,18 @@ row_problem make_problem() {
   p.same_as_default = [d] { return std::memcmp(d->out.data(), d->want.data(), sizeof(float) * std::size_t(R * C)) == 0; };
   return p;
 }
+// One kind's shapes: rows of 1024 floats (quick), or of 256 to 32768.
+template <bool Softmax>
+std::vector<row_problem> problems(bool quick) {
+  std::vector<row_problem> probs;
+  probs.push_back(make_problem<Softmax, 1024>());
+  if (!quick) {
+    probs.push_back(make_problem<Softmax, 256>());
+    probs.push_back(make_problem<Softmax, 4096>());
+    probs.push_back(make_problem<Softmax, 32768>());
+  }
+  return probs;
+}
 } // namespace detail_rows
 
 struct rows_result {
@@ -164,26 +176,9 @@ inline rows_result tune_rows(bool quick, double min_s) {
     return r;
   };
   rows_result r;
-  {
-    std::vector<row_problem> probs;
-    probs.push_back(make_problem<true, 1024>());
-    if (!quick) {
-      probs.push_back(make_problem<true, 256>());
-      probs.push_back(make_problem<true, 4096>());
-      probs.push_back(make_problem<true, 32768>());
-    }
-    r.tee = search(probs);
-  }
-  {
-    std::vector<row_problem> probs;
-    probs.push_back(make_problem<false, 1024>());
-    if (!quick) {
-      probs.push_back(make_problem<false, 256>());
-      probs.push_back(make_problem<false, 4096>());
-      probs.push_back(make_problem<false, 32768>());
-    }
-    r.tail = search(probs);
-  }
+  std::vector<row_problem> tee = problems<true>(quick), tail = problems<false>(quick);
+  r.tee = search(tee);
+  r.tail = search(tail);
   return r;
 }
 } // namespace tune
