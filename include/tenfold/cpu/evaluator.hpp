@@ -274,8 +274,8 @@ void run_elementwise_with(const Dst& dst, const N& n) {
       else parallel_for(count, std::max<index_t>(1, parallel_grain / (tb * tb)), 1, tiles);
     } else if constexpr (vec && tee_fusable<N, Dst, K, L>()) {
       // Whole rows per thread: each row prefetches a later one (C.tee), and a streamed row's stores
-      // overlap the next row's compute. (Where the reduction turns out to read other tensors than the tail, rows
-      // go one at a time through `row`, which then takes the ordinary path.)
+      // overlap the next row's compute. (Where the reduction turns out to read other tensors than the
+      // tail, rows go one at a time through `row`, which then takes the ordinary path.)
       const bool tee = tee_same_values(n);
       parallel_for(outer, std::max<index_t>(1, parallel_grain / inner), 1, [&](index_t o0, index_t o1) {
         if (tee) {
