@@ -419,6 +419,8 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
       CHECK((p.ahead >= 0 && p.ahead <= 2));
       CHECK((p.l1_bytes >= 0 && p.l1_bytes <= (index_t(128) << 10)));
     }
+    CHECK((e.config.tee_pipeline_from_bytes == cpu::elementwise_config{}.tee_pipeline_from_bytes ||
+           (e.config.tee_pipeline_from_bytes >= (index_t(1) << 10) && e.config.tee_pipeline_from_bytes <= (index_t(128) << 10))));
   }
   STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
   if (build_machine.cores == 0) // a build that does not say its machine gets the default
@@ -428,7 +430,8 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
 // The row kernels' prefetch variants (cpu/elementwise_config.hpp: row_prefetch_config for the tee and
 // the tail), run as tools/tune times them (cpu::run_elementwise_with on the prepared node): every one
 // writes the defaults' bits, on softmax (the tee), layer_norm and rms_norm (the tail sweep), row by row
-// and over the pool, streamed (streaming_bytes 0: the pipelined tee rows), and on bounded rows.
+// and over the pool, streamed (streaming_bytes 0: the pipelined tee rows), pipelined without streaming,
+// and on bounded rows.
 namespace {
 template <cpu::elementwise_config C, class Y, class E>
 void eval_configured(Y& y, E&& e) {
@@ -443,6 +446,7 @@ constexpr cpu::elementwise_config prefetch_variants[] = {
     {.tee = one_l1_dst, .tail = {.ahead = 2}},
     {.streaming_bytes = 0, .tee = two_l2_dst, .tail = one_l1_dst},
     {.streaming_bytes = 0, .tee = none, .tail = none},
+    {.tee_pipeline_from_bytes = 0, .tee = one_l1_dst, .tail = none}, // softmax's rows pipelined, not streamed
 };
 template <class S, class B>
 int prefetch_variant_mismatches(Tensor<float, S>& x, const B& gamma, const B& beta) {
@@ -467,7 +471,7 @@ int prefetch_variant_mismatches(Tensor<float, S>& x, const B& gamma, const B& be
   return bad;
 }
 } // namespace
-TEST_CASE("the row kernels' prefetch variants write the defaults' bits", "[rewrite][tune][determinism]") {
+TEST_CASE("the row kernels' prefetch and pipeline variants write the defaults' bits", "[rewrite][tune][determinism]") {
   rng g(36);
   {
     Tensor<float, shape<5, 1000>> x = normal<shape<5, 1000>>(g, 0.0f, 4.0f);

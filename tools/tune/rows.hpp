@@ -50,6 +50,7 @@ struct row_problem {
   std::string name;
   index_t bytes = 0; // of a row
   std::function<void(int)> run;
+  std::function<void(bool)> run_pipelined; // softmax: the defaults, pipelined or not (tee_pipeline_from_bytes)
   std::function<bool()> same_as_default; // the last run's output, bitwise
 };
 template <bool Softmax, index_t C>
@@ -87,6 +88,17 @@ row_problem make_problem() {
       ((v == I ? tf::cpu::run_elementwise_with<variant_config(I)>(dst, prepared) : void()), ...);
     }(std::make_integer_sequence<int, variants>{});
   };
+  if constexpr (Softmax)
+    p.run_pipelined = [d, dst, prepared](bool on) {
+      // (the machine's configuration, with the tee rows pipelined from any length, or from none)
+      constexpr auto with = [](index_t from) {
+        auto c = tf::cpu::elementwise_config_for();
+        c.tee_pipeline_from_bytes = from;
+        return c;
+      };
+      if (on) tf::cpu::run_elementwise_with<with(0)>(dst, prepared);
+      else tf::cpu::run_elementwise_with<with(tf::cpu::elementwise_config{}.tee_pipeline_from_bytes)>(dst, prepared);
+    };
   // The defaults against a double loop on three rows; they are then what every variant must write.
   tf::cpu::run_elementwise(dst, prepared);
   for (index_t r : {index_t(0), R / 2, R - 1}) {
@@ -127,7 +139,39 @@ std::vector<row_problem> problems(bool quick) {
 
 struct rows_result {
   search_result<row_prefetch_config> tee, tail;
+  index_t tee_pipeline_from_bytes = tenfold::cpu::elementwise_config{}.tee_pipeline_from_bytes;
+  std::string pipeline_summary; // what was measured, for the table's comment
 };
+
+// From which row length softmax's tee rows are pipelined where not streamed: the shortest at which the
+// pipelined form (each checked bitwise against the defaults) is at least keep_threshold faster there and
+// at every longer length (the median of three alternated pairs per length), else never.
+inline void tune_tee_pipeline(std::vector<detail_rows::row_problem>& probs, bool quick, double min_s, rows_result& r) {
+  std::sort(probs.begin(), probs.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  index_t from = 0;
+  char line[64];
+  for (auto& p : probs) {
+    p.run_pipelined(true);
+    double ratio = 0; // (wrong: never taken)
+    if (p.same_as_default()) {
+      std::vector<double> ratios;
+      for (int rep = 0; rep < (quick ? 1 : 3); ++rep) {
+        const double plain = seconds_per_call([&] { p.run_pipelined(false); }, min_s);
+        ratios.push_back(plain / seconds_per_call([&] { p.run_pipelined(true); }, min_s));
+      }
+      std::sort(ratios.begin(), ratios.end());
+      ratio = ratios[ratios.size() / 2];
+    }
+    if (ratio >= keep_threshold) {
+      if (from == 0) from = p.bytes;
+    } else from = 0;
+    std::snprintf(line, sizeof line, "%s%ld: %.2f", r.pipeline_summary.empty() ? "" : ", ", long(p.bytes / index_t(sizeof(float))), ratio);
+    r.pipeline_summary += line;
+  }
+  if (from > 0) r.tee_pipeline_from_bytes = from;
+  r.pipeline_summary = "softmax rows pipelined: plain / pipelined seconds by row length " + r.pipeline_summary +
+                       (from > 0 ? " -> from " + std::to_string(from) + " bytes" : std::string(" -> never"));
+}
 
 inline rows_result tune_rows(bool quick, double min_s) {
   using namespace detail_rows;
@@ -179,6 +223,8 @@ inline rows_result tune_rows(bool quick, double min_s) {
   std::vector<row_problem> tee = problems<true>(quick), tail = problems<false>(quick);
   r.tee = search(tee);
   r.tail = search(tail);
+  tune_tee_pipeline(tee, quick, min_s, r);
+  std::printf("%s\n", r.pipeline_summary.c_str());
   return r;
 }
 } // namespace tune

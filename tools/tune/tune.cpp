@@ -461,9 +461,10 @@ int main(int argc, char** argv) {
         else o << "the defaults are the fastest";
         return o.str();
       };
-      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << ew.best.streaming_bytes << ", .tee = " << describe(rows.tee.best)
+      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << ew.best.streaming_bytes
+        << ", .tee_pipeline_from_bytes = " << rows.tee_pipeline_from_bytes << ", .tee = " << describe(rows.tee.best)
         << ", .tail = " << describe(rows.tail.best) << "}}, // " << model << ", " << date << ": " << ew.summary << "; "
-        << note("tee", rows.tee) << "; " << note("tail", rows.tail);
+        << note("tee", rows.tee) << "; " << note("tail", rows.tail) << "; " << rows.pipeline_summary;
       write_table(write_elementwise_path, built, {l.str()}, elementwise_table);
       std::printf("wrote %s (1 entry for this machine)\n", write_elementwise_path.c_str());
     }

@@ -25,6 +25,10 @@ struct elementwise_config {
   // lines the caches would only evict); long rows (softmax, norms) are then also pipelined row by row
   // (cpu/row_tee.hpp).
   index_t streaming_bytes = index_t(8) << 20;
+  // softmax's tee rows of at least this many bytes are pipelined where not streamed too (a row's values
+  // kept in a stack row, its tail stored during the next row's sum sweep: cpu/row_tee.hpp); by default
+  // never (1 TiB). Within cpu::tee_pipeline_bytes (two rows).
+  index_t tee_pipeline_from_bytes = index_t(1) << 40;
   // The row kernels' prefetch: `tee` where a row's reduction sweep also keeps the values it reduces
   // (softmax's exp(x - max)), prefetching during that sweep; `tail` for the other row-fused rows
   // (layer_norm, rms_norm), prefetching during their tail sweep.

@@ -188,10 +188,11 @@ struct tee_finish {
 };
 
 // Rows [o0, o1) of a tee-fusable N into dst. E goes to the destination row, or, when the output is
-// streamed past the caches, to one of two stack rows: row o's tail is then stored with non-temporal
-// stores (no read for ownership) while row o + 1's exp sweep runs, so the stores overlap compute instead
-// of following it. Each row is computed exactly as on its own (same E, same reduction order), so the
-// result does not depend on how rows are split over threads.
+// streamed past the caches (or the row is at least Cfg.tee_pipeline_from_bytes long), to one of two
+// stack rows: row o's tail is then stored (with non-temporal stores where streamed: no read for
+// ownership) while row o + 1's exp sweep runs, so the stores overlap compute instead of following it.
+// Each row is computed exactly as on its own (same E, same reduction order), so the result does not
+// depend on how rows are split over threads.
 inline constexpr index_t tee_pipeline_bytes = index_t(256) << 10; // both stack rows together
 
 template <int K, class L, bool Stream, elementwise_config Cfg, class Dst, class N>
@@ -205,9 +206,10 @@ void run_tee_rows(const Dst& dst, const N& n, index_t o0, index_t o1) {
   using R = compute_t<typename C::value_type>;
   constexpr index_t inner = S::dims[N::rank - 1];
   constexpr index_t blocks = (inner + reduce_block - 1) / reduce_block;
-  constexpr bool pipelined = Stream && 2 * inner * index_t(sizeof(T)) <= tee_pipeline_bytes;
+  constexpr bool pipelined =
+      (Stream || inner * index_t(sizeof(T)) >= Cfg.tee_pipeline_from_bytes) && 2 * inner * index_t(sizeof(T)) <= tee_pipeline_bytes;
   using tail_t = map_row<typename N::op_type, typename N::value_type, L, leaf_row<const T, L, 1>, scalar_row<typename C::value_type, L>>;
-  using finish_t = tee_finish<T, L, typename N::value_type, tail_t, pipelined>;
+  using finish_t = tee_finish<T, L, typename N::value_type, tail_t, Stream>;
   const auto& e_node = detail::get<0>(n.args);
   using prefetch_t = row_prefetch_t<K, std::remove_cvref_t<decltype(e_node)>, Dst, inner * index_t(sizeof(T)), Cfg.tee, Stream>;
   alignas(default_alignment) T stack_rows[pipelined ? 2 : 1][pipelined ? inner : 1];
