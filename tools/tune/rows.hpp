@@ -11,7 +11,8 @@
 // without the destination: nine), so each shape is timed once per variant and every configuration of
 // the grid is scored from those timings over its kind's shapes (score_candidate: the geometric mean,
 // none more than 5% slower); each kind's winner must then beat the defaults in the alternated
-// comparison (confirm_into).
+// comparison (confirm_into). Then softmax's rows pipelined where not streamed (tee_pipeline_from_bytes:
+// tune_tee_pipeline).
 #include <array>
 #include <cstdio>
 #include <cstring>
