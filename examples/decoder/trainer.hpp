@@ -159,10 +159,13 @@ struct trainer {
     last_norm = std::sqrt(total);
     const float scale = last_norm > options.clip ? float(options.clip / (last_norm + 1e-6)) : 1.0f;
     decayed.begin_step(lr), plain.begin_step(lr);
+    // (the clipped gradient dw * scale is read inside Adam's pass, not stored first: the same floats,
+    // one pass over the gradients fewer)
     each_of(
         [&](const std::string&, bool decay, auto& w, auto& dw, auto& mw, auto& vw) {
-          if (scale != 1.0f) dw = dw * scale;
-          (decay ? decayed : plain).update(w, mw, vw, dw);
+          const optim::adam& opt = decay ? decayed : plain;
+          if (scale != 1.0f) opt.update(w, mw, vw, dw * scale);
+          else opt.update(w, mw, vw, dw);
         },
         p, g, *m, *v);
   }
