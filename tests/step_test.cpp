@@ -315,6 +315,43 @@ TEST_CASE("save_forward saves a convolution that the loss and its gradient both 
   CHECK(std::memcmp(g1.data(), g0.data(), sizeof(float) * std::size_t(g0.size())) == 0);
 }
 
+// Attention's gradients with respect to q, k and v as three targets (three tensors, as a decoder's
+// trainer keeps its heads): each statement's gradient is a slice of the rows dq | dk | dv of one
+// attention gradient node. save_forward computes that node once, into a slot the three read.
+TEST_CASE("save_forward saves attention's gradient node that the q, k and v statements share", "[step]") {
+  constexpr index_t Bt = 2, H = 8, S = 12, D = 8; // 16 batch elements: the three gradients from one node
+  using QS = shape<Bt, H, S, D>;
+  rng r(31);
+  const Tensor<float, QS> q = normal<QS>(r), k = normal<QS>(r), v = normal<QS>(r), g = normal<QS>(r);
+  auto [dq, dk, dv] = vjp([](const auto& q_, const auto& k_, const auto& v_) { return attention(q_, k_, v_, causal); }, g, q, k, v);
+  // (each rotated as a decoder's q and k are after it, to read the slot through an expression)
+  Tensor<float, QS> want_q, want_k, want_v, got_q, got_k, got_v;
+  const auto plain = statements(assign(want_q, dq * 2.0f), assign(want_k, dk - 1.0f), assign(want_v, dv));
+  using plain_t = std::remove_cvref_t<decltype(plain)>;
+  using info = plan::saved::step_info<plain_t>;
+  static_assert(info::saved == 1 && detail::is_attention_grad_node_v<plan::saved::kept_at_t<0, info::kept>>);
+  using node = plan::saved::kept_at_t<0, info::kept>;
+  static_assert(count_in_step<node, plain_t>::value == 3);
+  const auto saved = save_forward(statements(assign(got_q, dq * 2.0f), assign(got_k, dk - 1.0f), assign(got_v, dv)));
+  using saved_step = std::remove_cvref_t<decltype(saved)>;
+  static_assert(count_in_step<node, saved_step>::value == 1 && step_plan<saved_step>::slots == 1);
+  alignas(64) static std::byte arena0[step_plan<plain_t>::bytes];
+  alignas(64) static std::byte arena1[step_plan<saved_step>::bytes];
+  run_step(plain, arena0);
+  run_step(saved, arena1);
+  auto same = [](const auto& p, const auto& o) { return std::memcmp(p.data(), o.data(), sizeof(float) * std::size_t(p.size())) == 0; };
+  CHECK(same(got_q, want_q));
+  CHECK(same(got_k, want_k));
+  CHECK(same(got_v, want_v));
+  float norm = 0;
+  for (float e : got_v) norm += e * e;
+  CHECK(norm > 1e-3f);
+  // against the node's parts evaluated one by one
+  Tensor<float, QS> one_q = dq;
+  for (index_t i = 0; i < QS::size; ++i) REQUIRE(got_q.data()[i] == 2.0f * one_q.data()[i]);
+  CHECK(allocations_during([&] { run_step(saved, arena1); }) == 0);
+}
+
 // A classifier head as in a language model: cross_entropy(norm(x) w). log_softmax binds the logits in a
 // let, so the logits' gradient times wᵀ, which the norm's backward reads three times (and its scale's
 // gradient once more), reads the let's placeholder: the first round saves the logits, which makes the let

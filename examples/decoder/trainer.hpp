@@ -53,9 +53,9 @@ struct trainer {
   Tensor<float, shape<N, hidden>> a[layers];
   Tensor<float, shape<N, hidden>> act[layers]; // gelu(a): the down projection's weight gradient reads it
   // the gradients flowing back
-  Tensor<float, shape<N, width>> gx, gx2, gy;
+  Tensor<float, shape<N, width>> gx, gx2;
+  Tensor<float, shape<B, heads, T, head_dim>> gy; // the heads' outputs' gradient
   Tensor<float, shape<N, 3 * width>> gqkv;
-  Tensor<float, shape<3, B, heads, T, head_dim>> gh;
   Tensor<float, shape<N, hidden>> ga;
   Tensor<float, shape<>> loss;
   // the parameters' gradients and Adam's moments
@@ -122,23 +122,29 @@ struct trainer {
       run_shared(statements(assign(gx2, d_x2 + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
       // x2 = x + y proj
       auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
-      set(gy, f_y), set(gb.proj, f_proj);
-      // y = attention(h), h = the rotated heads of qkv
-      auto [h_h] = vjp([](const auto& h_) { return attend<B, T>(h_); }, gy, h[l]);
-      set(gh, h_h);
-      { // h = the rotated heads of qkv, part by part as forward wrote them: each part's gradient straight
-        // into its columns of gqkv (rope's adjoint for q and k; v's as it is). (The vjp of rotated_heads
-        // as a whole is the same gradient, but its three parts went into buffers that a concat then
-        // copied into gqkv: 0.34 ms a layer on AMD Zen 3.)
+      set(gb.proj, f_proj);
+      { // y's gradient stored as the heads' [B, heads, T, head_dim] (merge_heads' adjoint, in the product's store)
+        auto by_position = permute<0, 2, 1, 3>(gy);
+        set(by_position, reshape<B, T, heads, head_dim>(f_y));
+      }
+      // y = attention(q, k, v) over the rotated heads h (q and k) and v, then h = the rotated heads of
+      // qkv: one step, each head part's gradient straight into its columns of gqkv (rope's adjoint for q
+      // and k; v's as it is). Attention's three gradients come from one node (its rows dq | dk | dv),
+      // which the step computes once (save_forward) and the three statements read in place. (Through
+      // a gradient of h as a whole, they were first copied into a [3, B, heads, T, D] tensor.)
+      {
+        using part_shape = shape<B, heads, T, head_dim>;
+        const float* hp = h[l].data();
+        const auto q = map<const float, part_shape>(hp), k = map<const float, part_shape>(hp + part_shape::size),
+                   v = map<const float, part_shape>(hp + 2 * part_shape::size);
+        auto [d_q, d_k, d_v] = vjp([](const auto& q_, const auto& k_, const auto& v_) { return attention(q_, k_, v_, causal); }, gy, q, k, v);
         auto rotate = [this](const auto& x_) { return tenfold::rope(x_, rope.cos, rope.sin); };
         auto g0 = head<0, B, T>(gqkv);
         auto g1 = head<1, B, T>(gqkv);
         auto g2 = head<2, B, T>(gqkv);
-        auto [d0] = vjp(rotate, head_part<0, B, T>(gh), head<0, B, T>(qkv));
-        set(g0, d0);
-        auto [d1] = vjp(rotate, head_part<1, B, T>(gh), head<1, B, T>(qkv));
-        set(g1, d1);
-        set(g2, head_part<2, B, T>(gh));
+        auto [r_q] = vjp(rotate, d_q, head<0, B, T>(qkv));
+        auto [r_k] = vjp(rotate, d_k, head<1, B, T>(qkv));
+        run_shared(statements(assign(g0, r_q), assign(g1, r_k), assign(g2, d_v)));
       }
       // qkv = norm(x) wqkv
       auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);

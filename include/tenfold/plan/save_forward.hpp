@@ -5,8 +5,9 @@
 // output recomputes it. Inside one expression a let shares a value; across the statements of a step
 // (the loss and one gradient per parameter) nothing did, so a two-layer perceptron's step ran each
 // forward GEMM five times or more. save_forward rewrites the statements, from their types alone:
-//   - saved: a GEMM-driven node (a matmul or a convolution, plan/fusion.hpp) read in two places or more
-//     (forward products, and backward ones that two gradients share). It is assigned to a slot
+//   - saved: a GEMM-driven node (a matmul or a convolution, plan/fusion.hpp) or attention's gradient
+//     node read in two places or more (forward products, backward ones that two gradients share, and
+//     the rows dq | dk | dv of one attention gradient node that q's, k's and v's statements each read). It is assigned to a slot
 //     (core/step.hpp) just before the first statement that reads it, and every copy reads the slot
 //     instead; the planner gives the slot its place, alive until the last reader, like any slot.
 //   - recomputed: everything else, elementwise chains and reductions included (they stay fused in the
@@ -32,6 +33,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tenfold/core/attention_grad_node.hpp"
 #include "tenfold/core/error.hpp"
 #include "tenfold/core/step.hpp"
 #include "tenfold/plan/aliasing.hpp"
@@ -101,8 +103,13 @@ constexpr bool any_of_in(list<W...>*, [[maybe_unused]] R* r) {
   return (false || ... || one_of<W>(r));
 }
 
-// The GEMM-driven nodes of N's tree that could be saved, in post-order (children first), one entry
-// per occurrence. A chain is not entered.
+// What save_forward may save: a node that runs a kernel of its own and whose only run-time data besides
+// its children are compared by same_value below.
+template <class N>
+inline constexpr bool saveable_v = is_gemm_driven_v<N> || detail::is_attention_grad_node_v<N>;
+
+// The saveable nodes of N's tree, in post-order (children first), one entry per occurrence. A chain is
+// not entered.
 template <class N>
 struct gemms;
 template <class C>
@@ -113,7 +120,7 @@ template <class N>
 struct gemms {
   using below = typename std::conditional_t<detail::is_terminal_v<N> || detail::is_chain_node_v<N>, std::type_identity<list<>>,
                                             gemms_of<detail::children_t<N>>>::type;
-  using type = std::conditional_t<is_gemm_driven_v<N> && !reads_placeholder<N>(), typename concat<below, list<N>>::type, below>;
+  using type = std::conditional_t<saveable_v<N> && !reads_placeholder<N>(), typename concat<below, list<N>>::type, below>;
 };
 
 // What statement S reads that could be saved: its value's GEMMs (an assign), or none.
@@ -260,18 +267,20 @@ auto substitute(const N& n) {
 }
 
 // Do a and b hold the same data? Nodes whose only runtime data are their children (maps, reductions,
-// views, GEMMs, convolutions, lets) compare child by child (their padding bytes are unspecified); the
-// others as same::same_data does (a leaf: its pointer).
+// views, GEMMs, convolutions, lets) compare child by child (their padding bytes are unspecified), an
+// attention gradient node its scale too; the others as same::same_data does (a leaf: its pointer).
 template <class N>
 bool same_value(const N& a, const N& b) {
   if constexpr (detail::is_map_node_v<N> || detail::is_reduce_node_v<N> || detail::is_view_of_v<N> || is_gemm_driven_v<N> ||
-                detail::is_let_node_v<N>)
+                detail::is_let_node_v<N> || detail::is_attention_grad_node_v<N>) {
+    if constexpr (detail::is_attention_grad_node_v<N>)
+      if (a.scale != b.scale) return false;
     return detail::unpack(
         [&b](const auto&... x) {
           return detail::unpack([&x...](const auto&... y) { return (true && ... && same_value(x, y)); }, detail::children(b));
         },
         detail::children(a));
-  else return same::same_data(a, b);
+  } else return same::same_data(a, b);
 }
 
 // Where the saved values are in the statements: the first copy of each, every later copy compared
@@ -373,7 +382,7 @@ template <class Key>
 struct second_round {};
 } // namespace plan::saved
 
-// s with the GEMM and convolution outputs that several of its statements read computed once, into
+// s with the GEMM, convolution and attention gradient outputs that several of its statements read computed once, into
 // slots (see above). Throws tenfold::error when a saved value's copies differ or a statement between
 // its readers writes what it reads. Two rounds: the second saves what the first made visible by
 // dropping lets over saved values.
