@@ -112,14 +112,15 @@ TEST_CASE("a training step of the Fashion-MNIST CNN allocates nothing", "[alloc]
   auto p = std::make_unique<parameters>(7);
   auto s = std::make_unique<optimizer_state>();
   auto t = std::make_unique<trainer<B>>();
-  // The step's plan: 23 slots (stage outputs, their gradients, batch statistics), 1 more for the
-  // product save_forward keeps (the logits; the dense layer's gradient reads its output h, not its
-  // pre-activation) and the statements' temporaries in one arena, laid out at the lower bound (the
-  // most bytes alive at any one nest), after the 11 kept slots (the parameters' gradients and the loss,
-  // 206,922 floats on 64-byte lines) in two buckets.
+  // The step's plan: 23 slots (stage outputs, their gradients, batch statistics), 3 more for what
+  // save_forward keeps (the logits; the dense layer's gradient reads its output h, not its
+  // pre-activation; and the two operands that both of the head's backward products read: its input
+  // and the logits' gradient) and the statements' temporaries in one arena, laid out at the lower bound
+  // (the most bytes alive at any one nest), after the 11 kept slots (the parameters' gradients and the
+  // loss, 206,922 floats on 64-byte lines) in two buckets.
   // Before, the stage outputs and gradients were 21.8 MB of tensors beside an 8.3 MB arena.
   using P = trainer<B>::plan_for<dist::single_process>;
-  static_assert(P::slots == 23 + 1 + 11);
+  static_assert(P::slots == 23 + 3 + 11);
   static_assert(P::kept_bytes == 827968 && P::buckets<bucket_bytes>.count == 2);
   static_assert(P::bytes == P::lower_bound);
   static_assert(P::bytes * 5 < P::total * 3);                                      // sharing over time (55% of the sum)

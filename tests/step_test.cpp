@@ -229,8 +229,12 @@ template <class D, class E>
 struct gemms_in_step<detail::assign_stmt<D, E>> {
   static constexpr int value = gemm_count<E>();
 };
-// Saved: the forward products x w1 and h w2, and the backward product g w2^T that dw1 and db1 share.
-static_assert(saved_info::saved == 3 && step_plan<saved_t>::slots == 3);
+// Saved: the forward products x w1 and h w2, the backward product g w2^T that dw1 and db1 share, and
+// the two elementwise operands that two products each read: h = act(x w1 + b1) (h w2, and hᵀ g for dw2)
+// and the logits' gradient g (g w2^T and hᵀ g).
+static_assert(saved_info::saved == 5 && step_plan<saved_t>::slots == 5);
+static_assert(detail::is_map_node_v<plan::saved::kept_at_t<1, saved_info::kept>> &&
+              detail::is_matmul_node_v<plan::saved::kept_at_t<2, saved_info::kept>>);
 // x w1 is read by every statement (inside h w2 too); after, by its slot's assignment alone.
 using x_w1 = plan::saved::kept_at_t<0, saved_info::kept>;
 static_assert(detail::is_matmul_node_v<x_w1> && count_in_step<x_w1, whole_t>::value >= 5 && count_in_step<x_w1, saved_t>::value == 1);
@@ -238,7 +242,7 @@ static_assert(detail::is_matmul_node_v<x_w1> && count_in_step<x_w1, whole_t>::va
 // that reach dw1 and dw2 (x^T ga, h^T g), against 17 before.
 static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
   return ((count_in_step<plan::saved::kept_at_t<int(I), saved_info::kept>, whole_t>::value >= 2) && ...);
-}(std::make_index_sequence<3>{}));
+}(std::make_index_sequence<5>{}));
 static_assert(gemms_in_step<saved_t>::value == 5 && gemms_in_step<whole_t>::value > 10);
 } // namespace
 
@@ -379,8 +383,9 @@ TEST_CASE("save_forward saves a product under a let once the let's value is save
   const auto plain = [&](out& o) { return statements(assign(o.l, l), assign(o.dx, dx), assign(o.dg, dg), assign(o.dw, dw)); };
   using plain_t = decltype(plain(want));
   using saved_t = decltype(save_forward(plain(got)));
-  // the logits and their gradient times wᵀ (dw's product reads the logits' gradient once: not saved)
-  static_assert(plan::saved::step_info<plain_t>::saved == 1 && step_plan<saved_t>::slots == 2);
+  // the logits and the normalised x (the logits' product and dw's read it), then the logits' gradient
+  // (an operand of both backward products) and its product with wᵀ
+  static_assert(plan::saved::step_info<plain_t>::saved == 2 && step_plan<saved_t>::slots == 4);
   static_assert(gemms_in_step<saved_t>::value == 3 && gemms_in_step<plain_t>::value >= 7);
   alignas(64) static std::byte arena0[step_plan<plain_t>::bytes];
   alignas(64) static std::byte arena1[step_plan<saved_t>::bytes];
@@ -420,7 +425,9 @@ auto s = statements(save_forward(statements(assign(L, loss), assign(G1, dw1), as
 alignas(64) static std::byte arena[step_plan<decltype(s)>::bytes];
 run_step(s, arena);
 // readme:save_forward:end
-  static_assert(step_plan<decltype(s)>::slots == 2); // x w1 and h w2, each read by all three statements
+  // x w1 and h w2, each read by all three statements; relu(x w1) (h w2's and dw2's operand) and the
+  // logits' gradient (dw1's and dw2's)
+  static_assert(step_plan<decltype(s)>::slots == 4);
   // The updates ran after the gradients, with them.
   for (index_t i = 0; i < W1.size(); ++i) REQUIRE(W1.data()[i] == W1_before.data()[i] - 0.1f * G1.data()[i]);
   for (index_t i = 0; i < W2.size(); ++i) REQUIRE(W2.data()[i] == W2_before.data()[i] - 0.1f * G2.data()[i]);

@@ -7,9 +7,11 @@
 // forward GEMM five times or more. save_forward rewrites the statements, from their types alone:
 //   - saved: a GEMM-driven node (a matmul or a convolution, plan/fusion.hpp) or attention's gradient
 //     node read in two places or more (forward products, backward ones that two gradients share, and
-//     the rows dq | dk | dv of one attention gradient node that q's, k's and v's statements each read). It is assigned to a slot
-//     (core/step.hpp) just before the first statement that reads it, and every copy reads the slot
-//     instead; the planner gives the slot its place, alive until the last reader, like any slot.
+//     the rows dq | dk | dv of one attention gradient node that q's, k's and v's statements each read),
+//     and an elementwise operand that two products read (each would compute it into a buffer of its
+//     own). It is assigned to a slot (core/step.hpp) just before the first statement that reads it, and
+//     every copy reads the slot instead; the planner gives the slot its place, alive until the last
+//     reader, like any slot.
 //   - recomputed: everything else, elementwise chains and reductions included (they stay fused in the
 //     nests that read them, where they cost a few operations per element and no memory).
 //
@@ -108,8 +110,28 @@ constexpr bool any_of_in(list<W...>*, [[maybe_unused]] R* r) {
 template <class N>
 inline constexpr bool saveable_v = is_gemm_driven_v<N> || detail::is_attention_grad_node_v<N>;
 
-// The saveable nodes of N's tree, in post-order (children first), one entry per occurrence. A chain is
-// not entered.
+// A GEMM-driven node's operand that the planner computes into a buffer before the product reads it (an
+// elementwise matrix, seen through views: the logits' gradient under a classifier head, which both the
+// input's and the weights' gradient products read): saved where two products read it, it is computed
+// once instead of once per product, into a slot instead of each product's buffer.
+template <class C>
+struct computed_operand {
+  using base = view_base_t<C>;
+  using type = std::conditional_t<detail::is_map_node_v<base> && !reads_placeholder<base>(), list<base>, list<>>;
+};
+template <class N>
+struct computed_operands {
+  using type = list<>;
+};
+template <class N>
+  requires is_gemm_driven_v<N>
+struct computed_operands<N> {
+  using type = decltype([]<class... C>(detail::tuple<C...>*) { return typename concat<typename computed_operand<C>::type...>::type{}; }(
+      static_cast<detail::children_t<N>*>(nullptr)));
+};
+
+// The saveable nodes of N's tree, in post-order (children first; a product's computed operands just
+// before it), one entry per occurrence. A chain is not entered.
 template <class N>
 struct gemms;
 template <class C>
@@ -120,7 +142,8 @@ template <class N>
 struct gemms {
   using below = typename std::conditional_t<detail::is_terminal_v<N> || detail::is_chain_node_v<N>, std::type_identity<list<>>,
                                             gemms_of<detail::children_t<N>>>::type;
-  using type = std::conditional_t<saveable_v<N> && !reads_placeholder<N>(), typename concat<below, list<N>>::type, below>;
+  using type = std::conditional_t<saveable_v<N> && !reads_placeholder<N>(),
+                                  typename concat<below, typename computed_operands<N>::type, list<N>>::type, below>;
 };
 
 // What statement S reads that could be saved: its value's GEMMs (an assign), or none.
