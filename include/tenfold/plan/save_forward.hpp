@@ -405,8 +405,8 @@ template <class Key>
 struct second_round {};
 } // namespace plan::saved
 
-// s with the GEMM, convolution and attention gradient outputs that several of its statements read computed once, into
-// slots (see above). Throws tenfold::error when a saved value's copies differ or a statement between
+// s with the GEMM, convolution and attention gradient outputs (and the products' computed operands)
+// that several of its statements read computed once, into slots (see above). Throws tenfold::error when a saved value's copies differ or a statement between
 // its readers writes what it reads. Two rounds: the second saves what the first made visible by
 // dropping lets over saved values.
 template <class Key = void, class... S>
