@@ -406,9 +406,9 @@ struct second_round {};
 } // namespace plan::saved
 
 // s with the GEMM, convolution and attention gradient outputs (and the products' computed operands)
-// that several of its statements read computed once, into slots (see above). Throws tenfold::error when a saved value's copies differ or a statement between
-// its readers writes what it reads. Two rounds: the second saves what the first made visible by
-// dropping lets over saved values.
+// that several of its statements read computed once, into slots (see above). Throws tenfold::error
+// when a saved value's copies differ or a statement between its readers writes what it reads. Two
+// rounds: the second saves what the first made visible by dropping lets over saved values.
 template <class Key = void, class... S>
 auto save_forward(const detail::statements_node<S...>& s) {
   return plan::saved::round<plan::saved::second_round<Key>>(plan::saved::flatten(plan::saved::round<Key>(s)));
