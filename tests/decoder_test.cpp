@@ -34,7 +34,8 @@ void fill_reference(gpt::parameters<V>& p) {
       },
       p);
 }
-void fill_batch(gpt::trainer<V, B>& t) {
+template <class Trainer>
+void fill_batch(Trainer& t) {
   for (index_t b = 0; b < B; ++b)
     for (index_t i = 0; i < gpt::context; ++i) {
       const index_t id = (29 * b + 13 * i + 3) % V;
@@ -49,8 +50,10 @@ TEST_CASE("decoder: loss and gradients equal PyTorch's for the same weights and 
   fill_reference(*p);
   auto t = std::make_unique<gpt::trainer<V, B>>();
   fill_batch(*t);
-  t->backward(*p);
+  t->backward(*p); // (two replicas of one window each: the gradient is their mean)
   CHECK(std::fabs(double(t->loss()) - decoder_reference_loss) < 1e-5 * decoder_reference_loss);
+  auto grad = std::make_unique<gpt::parameters<V>>();
+  t->gradient(*grad);
   int k = 0;
   gpt::each_of(
       [&k](const std::string& name, bool, auto& g) {
@@ -70,7 +73,7 @@ TEST_CASE("decoder: loss and gradients equal PyTorch's for the same weights and 
           CHECK(std::fabs(double(g.data()[at]) - want.at[j]) < 1e-3 * rms + 1e-4 * std::fabs(want.at[j]));
         }
       },
-      *t->grad);
+      *grad);
 }
 
 TEST_CASE("decoder: AdamW steps on one batch lower its loss", "[decoder]") {
@@ -87,4 +90,22 @@ TEST_CASE("decoder: AdamW steps on one batch lower its loss", "[decoder]") {
   for (int i = 0; i < 6; ++i) last = t->step(*p, 3e-3f); // about 2.1 after these 8 steps
   CHECK(last < 0.6f * first);
   CHECK(t->last_norm > 0);
+}
+
+TEST_CASE("decoder: the replicas side by side or one after another over the pool give the same floats", "[decoder]") {
+  auto p = std::make_unique<gpt::parameters<V>>(7), q = std::make_unique<gpt::parameters<V>>(7);
+  auto t = std::make_unique<gpt::trainer<V, B>>(), u = std::make_unique<gpt::trainer<V, B>>();
+  u->at_once = false;
+  fill_batch(*t), fill_batch(*u);
+  const float a = t->step(*p, 1e-3f), b = u->step(*q, 1e-3f);
+  CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+  CHECK(t->last_norm == u->last_norm);
+  gpt::each_of(
+      [](const std::string& name, bool, const auto& x, const auto& y) {
+        INFO(name);
+        CHECK(std::memcmp(x.data(), y.data(), sizeof(float) * x.size()) == 0);
+      },
+      *p, *q);
+  // and each replica's gradient differs from the other's (two different windows), so the mean is not one of them
+  CHECK(std::memcmp(t->parts[0]->grad->embed.data(), t->parts[1]->grad->embed.data(), sizeof(float) * t->parts[0]->grad->embed.size()) != 0);
 }

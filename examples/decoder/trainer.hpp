@@ -1,12 +1,25 @@
 #pragma once
-// One training step of the decoder (model.hpp) on a batch of B windows: the stages forward, each output
-// kept; the stages backward through `vjp`; the embedding's gradient from the output layer plus its
-// lookups' scatter-add; clipping by global norm; AdamW. Every expression is evaluated in one arena whose
-// size is a compile-time constant (set() checks each plan against it), so a step allocates nothing.
+// One training step of the decoder (model.hpp) on a batch of B windows, cut into R replicas of B / R
+// windows. A replica runs the stages forward, each output kept, and backward through `vjp` to its
+// windows' gradient (the embedding's from the output layer plus its lookups' scatter-add); the trainer
+// averages the replicas' gradients inside the pass that clips them by global norm and inside AdamW's.
+// Each replica evaluates in its own arena whose size is a compile-time constant (set() checks each plan
+// against it), so a step allocates nothing.
+//
+// Why replicas: on the 2-core machines it is measured on, the two halves of a batch side by side, one
+// thread each, take ~11% less time than every product and pass of the whole batch split over both threads
+// (bench/RESULTS.md, fifty-second session): no barrier between the step's ~100 passes, and each core's
+// working set halved. The floats do not depend on the thread count: the replicas are always R (their
+// gradients summed in one order), run at once when the pool has at most R threads, one after another, each
+// over the whole pool, when it has more.
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <new>
 #include <span>
+#include <utility>
 
 #include "model.hpp"
 
@@ -16,8 +29,10 @@ struct adamw_options {
   float beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f, weight_decay = 0.1f, clip = 1.0f;
 };
 
+// Forward and backward on B windows: the stages' outputs, the gradients flowing back, and the
+// parameters' gradient of these windows' mean loss (in *grad).
 template <index_t V, index_t B>
-struct trainer {
+struct replica {
   static constexpr index_t T = context, N = B * T;
   // The largest plan among the step's expressions: attention's backward pass (the probabilities and
   // their gradient, B x heads x T x T each, with the rotated q and k and a few [N, width] operands).
@@ -28,7 +43,7 @@ struct trainer {
   std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
   template <class D, class E>
   void set(D& dst, E&& e) {
-    static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::trainer::arena_bytes is too small for this expression");
+    static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::replica::arena_bytes is too small for this expression");
     eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
   // Statements run as one step in the same arena, the products several of them read computed once
@@ -37,7 +52,7 @@ struct trainer {
   template <class S>
   void run_shared(const S& s) {
     const auto shared = save_forward(s);
-    static_assert(step_plan<std::remove_cvref_t<decltype(shared)>>::bytes <= arena_bytes, "gpt::trainer::arena_bytes is too small for this step");
+    static_assert(step_plan<std::remove_cvref_t<decltype(shared)>>::bytes <= arena_bytes, "gpt::replica::arena_bytes is too small for this step");
     run_step(shared, std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
   }
 
@@ -58,14 +73,8 @@ struct trainer {
   Tensor<float, shape<N, 3 * width>> gqkv;
   Tensor<float, shape<N, hidden>> ga;
   Tensor<float, shape<>> loss;
-  // the parameters' gradients and Adam's moments
-  std::unique_ptr<parameters<V>> grad = std::make_unique<parameters<V>>(), m = std::make_unique<parameters<V>>(),
-                                  v = std::make_unique<parameters<V>>();
-  adamw_options options;
-  optim::adam decayed{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay, .decoupled = true}};
-  optim::adam plain{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = 0.0f, .decoupled = true}};
-  Tensor<float, shape<>> squares;
-  double last_norm = 0; // the gradients' global norm before clipping, at the last step
+  // the parameters' gradient
+  std::unique_ptr<parameters<V>> grad = std::make_unique<parameters<V>>();
 
   // The forward pass on ids, keeping every stage's output.
   void forward(const parameters<V>& p) {
@@ -92,14 +101,6 @@ struct trainer {
   float evaluate(const parameters<V>& p) {
     forward(p);
     set(loss, head_loss(x[layers], p.ln_f, p.embed, targets));
-    return loss();
-  }
-
-  // One AdamW step at learning rate lr on the batch in ids / targets; returns the batch's loss (before
-  // the step).
-  float step(parameters<V>& p, float lr) {
-    backward(p);
-    update(p, lr);
     return loss();
   }
 
@@ -155,25 +156,104 @@ struct trainer {
     auto [lookups] = vjp([this](const auto& e_) { return embedding(e_, ids); }, gx, p.embed);
     set(g.embed, g.embed + lookups);
   }
+};
 
-  // The gradients clipped, then AdamW at learning rate lr.
+// The training step: the batch's windows in ids / targets (B x context, window after window), cut into R
+// replicas of B / R windows; their mean gradient clipped, then AdamW.
+template <index_t V, index_t B, index_t R = 2>
+struct trainer {
+  static_assert(R >= 1 && B % R == 0, "gpt::trainer: the batch must cut into R replicas of equal size");
+  static constexpr index_t T = context, N = B * T, share = B / R;
+  Tensor<std::int32_t, shape<N>> ids;
+  Tensor<std::int64_t, shape<N>> targets;
+  std::array<std::unique_ptr<replica<V, share>>, R> parts = make_parts(std::make_index_sequence<std::size_t(R)>{});
+  // Adam's moments
+  std::unique_ptr<parameters<V>> m = std::make_unique<parameters<V>>(), v = std::make_unique<parameters<V>>();
+  adamw_options options;
+  optim::adam decayed{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay, .decoupled = true}};
+  optim::adam plain{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = 0.0f, .decoupled = true}};
+  Tensor<float, shape<>> squares;
+  double last_norm = 0; // the gradients' global norm before clipping, at the last step
+  // false: the replicas one after another, each over the whole pool, whatever its size (the same floats)
+  bool at_once = true;
+
+  // The batch's mean cross-entropy: the replicas' mean (each a mean over as many positions).
+  float loss() const {
+    float total = 0;
+    for (const auto& r : parts) total += r->loss();
+    return total / float(R);
+  }
+  // The mean cross-entropy of the batch in ids / targets.
+  float evaluate(const parameters<V>& p) {
+    each_replica([&](replica<V, share>& r) { r.evaluate(p); });
+    return loss();
+  }
+  // The batch's loss and every replica's gradient.
+  void backward(const parameters<V>& p) {
+    each_replica([&](replica<V, share>& r) { r.backward(p); });
+  }
+  // One AdamW step at learning rate lr on the batch in ids / targets; returns the batch's loss (before
+  // the step).
+  float step(parameters<V>& p, float lr) {
+    backward(p);
+    update(p, lr);
+    return loss();
+  }
+  // The batch's gradient (the replicas' mean) into out.
+  void gradient(parameters<V>& out) {
+    with_gradients([&](auto&... g) {
+      each_of([&](const std::string&, bool, auto& o, auto&... gs) { parts[0]->set(o, mean(gs...)); }, out, g...);
+    });
+  }
+
+  // The mean gradient clipped, then AdamW at learning rate lr.
   void update(parameters<V>& p, float lr) {
-    auto& g = *grad;
-    // clipping by global norm (PyTorch's clip_grad_norm_), then AdamW, decay on matrices only
-    double total = 0;
-    each_of([&](const std::string&, bool, auto& t) { set(squares, sum(square(t))), total += double(squares()); }, g);
-    last_norm = std::sqrt(total);
-    const float scale = last_norm > options.clip ? float(options.clip / (last_norm + 1e-6)) : 1.0f;
-    decayed.begin_step(lr), plain.begin_step(lr);
-    // (the clipped gradient dw * scale is read inside Adam's pass, not stored first: the same floats,
-    // one pass over the gradients fewer)
-    each_of(
-        [&](const std::string&, bool decay, auto& w, auto& dw, auto& mw, auto& vw) {
-          const optim::adam& opt = decay ? decayed : plain;
-          if (scale != 1.0f) opt.update(w, mw, vw, dw * scale);
-          else opt.update(w, mw, vw, dw);
-        },
-        p, g, *m, *v);
+    with_gradients([&](auto&... g) {
+      // clipping by global norm (PyTorch's clip_grad_norm_), then AdamW, decay on matrices only
+      double total = 0;
+      each_of([&](const std::string&, bool, auto&... gs) { parts[0]->set(squares, sum(square(mean(gs...)))), total += double(squares()); }, g...);
+      last_norm = std::sqrt(total);
+      const float scale = last_norm > options.clip ? float(options.clip / (last_norm + 1e-6)) : 1.0f;
+      decayed.begin_step(lr), plain.begin_step(lr);
+      // (the mean and the clipped gradient are read inside Adam's pass, not stored first)
+      each_of(
+          [&](const std::string&, bool decay, auto& w, auto& mw, auto& vw, auto&... gs) {
+            const optim::adam& opt = decay ? decayed : plain;
+            if (scale != 1.0f) opt.update(w, mw, vw, mean(gs...) * scale);
+            else opt.update(w, mw, vw, mean(gs...));
+          },
+          p, *m, *v, g...);
+    });
+  }
+
+ private:
+  template <std::size_t... I>
+  static std::array<std::unique_ptr<replica<V, share>>, R> make_parts(std::index_sequence<I...>) {
+    return {((void)I, std::make_unique<replica<V, share>>())...};
+  }
+  template <class F>
+  void with_gradients(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { f(*parts[I]->grad...); }(std::make_index_sequence<std::size_t(R)>{});
+  }
+  template <class... G>
+  static decltype(auto) mean(const G&... g) {
+    if constexpr (sizeof...(G) == 1) return (g, ...);
+    else return (g + ...) * (1.0f / float(R));
+  }
+  // f(replica) for each replica, its windows copied in first: side by side on the pool's threads when
+  // the pool has at most R threads (each replica's passes then run on its thread alone), else one after
+  // another, each over the whole pool.
+  template <class F>
+  void each_replica(F&& f) {
+    for (index_t r = 0; r < R; ++r) {
+      std::copy_n(ids.data() + r * share * T, share * T, parts[std::size_t(r)]->ids.data());
+      std::copy_n(targets.data() + r * share * T, share * T, parts[std::size_t(r)]->targets.data());
+    }
+    auto& pool = cpu::thread_pool::instance();
+    auto task = [&](int r) { f(*parts[std::size_t(r)]); };
+    if (at_once && pool.size() <= R) pool.run(int(R), task);
+    else
+      for (int r = 0; r < int(R); ++r) task(r);
   }
 };
 } // namespace gpt
