@@ -172,7 +172,7 @@ struct trainer {
   adamw_options options;
   optim::adam decayed{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay, .decoupled = true}};
   optim::adam plain{{.beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = 0.0f, .decoupled = true}};
-  Tensor<float, shape<>> squares;
+  std::array<Tensor<float, shape<>>, 2 + 6 * layers> squares; // each tensor's squared norm
   double last_norm = 0; // the gradients' global norm before clipping, at the last step
   // false: the replicas one after another, each over the whole pool, whatever its size (the same floats)
   bool at_once = true;
@@ -209,20 +209,38 @@ struct trainer {
   // The mean gradient clipped, then AdamW at learning rate lr.
   void update(parameters<V>& p, float lr) {
     with_gradients([&](auto&... g) {
-      // clipping by global norm (PyTorch's clip_grad_norm_), then AdamW, decay on matrices only
+      // Clipping by global norm (PyTorch's clip_grad_norm_), then AdamW, decay on matrices only. Each
+      // tensor is one replica's task in both passes (the first R-th of the parameters, by count, the
+      // first replica's, ...), in its arena: two regions on the pool, not one per tensor and pass.
+      const auto mine = [](index_t start, index_t r) { return start * R / parameters<V>::count == r; };
+      on_replicas([&](index_t r) {
+        index_t i = 0, start = 0;
+        each_of(
+            [&](const std::string&, bool, auto&... gs) {
+              if (mine(start, r)) parts[std::size_t(r)]->set(squares[std::size_t(i)], sum(square(mean(gs...))));
+              ++i, start += index_t((gs.size(), ...));
+            },
+            g...);
+      });
       double total = 0;
-      each_of([&](const std::string&, bool, auto&... gs) { parts[0]->set(squares, sum(square(mean(gs...)))), total += double(squares()); }, g...);
+      for (const auto& s : squares) total += double(s());
       last_norm = std::sqrt(total);
       const float scale = last_norm > options.clip ? float(options.clip / (last_norm + 1e-6)) : 1.0f;
       decayed.begin_step(lr), plain.begin_step(lr);
       // (the mean and the clipped gradient are read inside Adam's pass, not stored first)
-      each_of(
-          [&](const std::string&, bool decay, auto& w, auto& mw, auto& vw, auto&... gs) {
-            const optim::adam& opt = decay ? decayed : plain;
-            if (scale != 1.0f) opt.update(w, mw, vw, mean(gs...) * scale);
-            else opt.update(w, mw, vw, mean(gs...));
-          },
-          p, *m, *v, g...);
+      on_replicas([&](index_t r) {
+        index_t start = 0;
+        each_of(
+            [&](const std::string&, bool decay, auto& w, auto& mw, auto& vw, auto&... gs) {
+              if (mine(start, r)) {
+                const optim::adam& opt = decay ? decayed : plain;
+                if (scale != 1.0f) opt.update(w, mw, vw, mean(gs...) * scale);
+                else opt.update(w, mw, vw, mean(gs...));
+              }
+              start += index_t(w.size());
+            },
+            p, *m, *v, g...);
+      });
     });
   }
 
@@ -240,17 +258,21 @@ struct trainer {
     if constexpr (sizeof...(G) == 1) return (g, ...);
     else return (g + ...) * (1.0f / float(R));
   }
-  // f(replica) for each replica, its windows copied in first: side by side on the pool's threads when
-  // the pool has at most R threads (each replica's passes then run on its thread alone), else one after
-  // another, each over the whole pool.
+  // f(replica) for each replica, its windows copied in first (on_replicas).
   template <class F>
   void each_replica(F&& f) {
     for (index_t r = 0; r < R; ++r) {
       std::copy_n(ids.data() + r * share * T, share * T, parts[std::size_t(r)]->ids.data());
       std::copy_n(targets.data() + r * share * T, share * T, parts[std::size_t(r)]->targets.data());
     }
+    on_replicas([&](index_t r) { f(*parts[std::size_t(r)]); });
+  }
+  // f(r) for r in [0, R): side by side on the pool's threads when the pool has at most R threads (each
+  // one's passes then run on its thread alone), else one after another, each over the whole pool.
+  template <class F>
+  void on_replicas(F&& f) {
     auto& pool = cpu::thread_pool::instance();
-    auto task = [&](int r) { f(*parts[std::size_t(r)]); };
+    auto task = [&](int r) { f(index_t(r)); };
     if (at_once && pool.size() <= R) pool.run(int(R), task);
     else
       for (int r = 0; r < int(R); ++r) task(r);
