@@ -75,9 +75,11 @@ class attention_workspace {
   }
 };
 
-// C[Rows x NR] (+)= A[Rows x kd] · B[kd x NR]: A row-major with row stride lda (each value broadcast),
-// B's k-th row of NR values at b + k * ldb. Each element sums its kd products in k order.
-template <class T, int Rows>
+// C[Rows x NR] (+)= A[Rows x kd] · B[kd x NR]: A row-major with row stride lda (each value broadcast), or
+// with ColumnA stored transposed, its k-th column's Rows values at a + k * lda (a block of scores read as
+// its transpose in place); B's k-th row of NR values at b + k * ldb. Each element sums its kd products
+// in k order.
+template <class T, int Rows, bool ColumnA = false>
 void attention_tile(const T* a, index_t lda, const T* b, index_t ldb, index_t kd, T* c, index_t ldc, bool accumulate) {
   using B = batch<T>;
   constexpr index_t W = gemm_tile<T>::W, NV = gemm_tile<T>::NV;
@@ -92,7 +94,7 @@ void attention_tile(const T* a, index_t lda, const T* b, index_t ldb, index_t kd
     for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + k * ldb + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < Rows; ++r) {
-      const B av(a[r * lda + k]);
+      const B av(ColumnA ? a[k * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
       for (index_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
     }
@@ -107,9 +109,9 @@ void attention_tile(const T* a, index_t lda, const T* b, index_t ldb, index_t kd
 }
 template <class T>
 using attention_tile_fn = void (*)(const T*, index_t, const T*, index_t, index_t, T*, index_t, bool);
-template <class T>
+template <class T, bool ColumnA = false>
 inline constexpr auto attention_tiles = []<std::size_t... R>(std::index_sequence<R...>) {
-  return std::array<attention_tile_fn<T>, sizeof...(R)>{&attention_tile<T, int(R) + 1>...};
+  return std::array<attention_tile_fn<T>, sizeof...(R)>{&attention_tile<T, int(R) + 1, ColumnA>...};
 }(std::make_index_sequence<gemm_tile<T>::MR>{});
 
 // Counts evaluations, so that a thread's packed K and V are never mistaken for a later call's.

@@ -31,7 +31,7 @@ class attention_grad_workspace {
   scratch_buffer<T, tag<1>> stats;      // lse and δ of its query rows (dk, dv)
   scratch_buffer<T, tag<2>> a1, a2;     // the task's own rows, as the left-hand operands
   scratch_buffer<T, tag<3>> s, dp, acc; // a block of scores, of dP, and the output block
-  scratch_buffer<T, tag<4>> b4, b5, dk, dv, pt, dst; // all: Q and G packed, dK and dV, Pᵀ and dSᵀ
+  scratch_buffer<T, tag<4>> b4, b5, dk, dv;          // all: Q and G packed, dK and dV
   // What the packed buffers hold: the evaluation and the operands' addresses (a batch axis broadcast
   // with stride 0 repeats one operand's address, not the others').
   std::uint64_t call = 0;
@@ -44,7 +44,7 @@ class attention_grad_workspace {
   void grow_to_largest() {
     b1.grow_to_largest(), b2.grow_to_largest(), b3.grow_to_largest(), stats.grow_to_largest(), a1.grow_to_largest(),
         a2.grow_to_largest(), s.grow_to_largest(), dp.grow_to_largest(), acc.grow_to_largest(), b4.grow_to_largest(),
-        b5.grow_to_largest(), dk.grow_to_largest(), dv.grow_to_largest(), pt.grow_to_largest(), dst.grow_to_largest();
+        b5.grow_to_largest(), dk.grow_to_largest(), dv.grow_to_largest();
   }
 };
 
@@ -322,6 +322,7 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
   constexpr index_t ldk = round_up(Sk, NR), ldd = round_up(D, NR), lda = ldd + W, lds = ldk + W;
   constexpr index_t batches = detail::product(N::shape_type::dims, 0, R - 2);
   const auto& tiles = attention_tiles<T>;
+  const auto& tiles_t = attention_tiles<T, true>;
   const T scale = static_cast<T>(n.scale);
   run_attention_tasks(batches, 10.0 * Sq * Sk * D * batches, [&](index_t t) {
     auto& ws = attention_grad_workspace<T>::local();
@@ -349,8 +350,6 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
     T* acc = ws.acc.get(Br * lda);
     T* dk = ws.dk.get(Sk * lda);
     T* dv = ws.dv.get(Sk * lda);
-    T* pt = ws.pt.get(ldk * Br);
-    T* dst_t = ws.dst.get(ldk * Br);
     std::fill_n(dk, Sk * lda, T(0));
     std::fill_n(dv, Sk * lda, T(0));
     for (index_t i0 = 0; i0 < Sq; i0 += Br) {
@@ -370,13 +369,13 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
         for (index_t p = 0; p < ldd; p += NR) tiles[rows - 1](dp + r0 * lds, lds, kp + p * Sk, NR, kend, acc + r0 * lda + p, lda, false);
       }
       store_block(dst, idx, i0, br, D, acc, lda, scale);
-      for (index_t j = 0; j < kend; ++j)
-        for (index_t r = 0; r < br; ++r) pt[j * Br + r] = s[r * lds + j], dst_t[j * Br + r] = dp[r * lds + j];
+      // dK += dSᵀ Q and dV += Pᵀ G, dS and P read as their transposes where they lie (a key's values
+      // of the block's query rows are a column: MR keys at one query row are adjacent)
       for (index_t j0 = 0; j0 < kend; j0 += MR) {
         const index_t rows = std::min(MR, kend - j0);
         for (index_t p = 0; p < ldd; p += NR) {
-          tiles[rows - 1](dst_t + j0 * Br, Br, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
-          tiles[rows - 1](pt + j0 * Br, Br, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
+          tiles_t[rows - 1](dp + j0, lds, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
+          tiles_t[rows - 1](s + j0, lds, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
         }
       }
     }
