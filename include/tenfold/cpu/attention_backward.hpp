@@ -31,7 +31,7 @@ class attention_grad_workspace {
   scratch_buffer<T, tag<1>> stats;      // lse and δ of its query rows (dk, dv)
   scratch_buffer<T, tag<2>> a1, a2;     // the task's own rows, as the left-hand operands
   scratch_buffer<T, tag<3>> s, dp, acc; // a block of scores, of dP, and the output block
-  scratch_buffer<T, tag<4>> b4, b5, dk, dv;          // all: Q and G packed, dK and dV
+  scratch_buffer<T, tag<4>> b4, b5, dk, dv, pt, dst; // all: Q and G packed, dK and dV, Pᵀ and dSᵀ
   // What the packed buffers hold: the evaluation and the operands' addresses (a batch axis broadcast
   // with stride 0 repeats one operand's address, not the others').
   std::uint64_t call = 0;
@@ -44,7 +44,7 @@ class attention_grad_workspace {
   void grow_to_largest() {
     b1.grow_to_largest(), b2.grow_to_largest(), b3.grow_to_largest(), stats.grow_to_largest(), a1.grow_to_largest(),
         a2.grow_to_largest(), s.grow_to_largest(), dp.grow_to_largest(), acc.grow_to_largest(), b4.grow_to_largest(),
-        b5.grow_to_largest(), dk.grow_to_largest(), dv.grow_to_largest();
+        b5.grow_to_largest(), dk.grow_to_largest(), dv.grow_to_largest(), pt.grow_to_largest(), dst.grow_to_largest();
   }
 };
 
@@ -323,6 +323,8 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
   constexpr index_t batches = detail::product(N::shape_type::dims, 0, R - 2);
   const auto& tiles = attention_tiles<T>;
   const auto& tiles_t = attention_tiles<T, true>;
+  // the blocks of scores and of dP read as their transposes in place while both fit in a 32 KiB L1
+  constexpr bool in_place = 2 * Br * lds * index_t(sizeof(T)) <= 32768;
   const T scale = static_cast<T>(n.scale);
   run_attention_tasks(batches, 10.0 * Sq * Sk * D * batches, [&](index_t t) {
     auto& ws = attention_grad_workspace<T>::local();
@@ -350,6 +352,8 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
     T* acc = ws.acc.get(Br * lda);
     T* dk = ws.dk.get(Sk * lda);
     T* dv = ws.dv.get(Sk * lda);
+    T* pt = in_place ? nullptr : ws.pt.get(ldk * Br);
+    T* dst_t = in_place ? nullptr : ws.dst.get(ldk * Br);
     std::fill_n(dk, Sk * lda, T(0));
     std::fill_n(dv, Sk * lda, T(0));
     for (index_t i0 = 0; i0 < Sq; i0 += Br) {
@@ -369,13 +373,28 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
         for (index_t p = 0; p < ldd; p += NR) tiles[rows - 1](dp + r0 * lds, lds, kp + p * Sk, NR, kend, acc + r0 * lda + p, lda, false);
       }
       store_block(dst, idx, i0, br, D, acc, lda, scale);
-      // dK += dSᵀ Q and dV += Pᵀ G, dS and P read as their transposes where they lie (a key's values
-      // of the block's query rows are a column: MR keys at one query row are adjacent)
-      for (index_t j0 = 0; j0 < kend; j0 += MR) {
-        const index_t rows = std::min(MR, kend - j0);
-        for (index_t p = 0; p < ldd; p += NR) {
-          tiles_t[rows - 1](dp + j0, lds, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
-          tiles_t[rows - 1](s + j0, lds, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
+      // dK += dSᵀ Q and dV += Pᵀ G. Where the blocks of dS and P stay in L1 (short rows of keys), read
+      // as their transposes where they lie (a key's values of the block's query rows are a column: MR
+      // keys at one query row are adjacent); longer rows are copied transposed first, each k of a tile
+      // then one line instead of a line per query row (measured, bench_attention's backward on Intel
+      // model 167, one thread: 64 keys 0.91-0.98 -> 0.69-0.73 ms read in place, 512 keys 1-5% slower).
+      if constexpr (in_place) {
+        for (index_t j0 = 0; j0 < kend; j0 += MR) {
+          const index_t rows = std::min(MR, kend - j0);
+          for (index_t p = 0; p < ldd; p += NR) {
+            tiles_t[rows - 1](dp + j0, lds, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
+            tiles_t[rows - 1](s + j0, lds, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
+          }
+        }
+      } else {
+        for (index_t j = 0; j < kend; ++j)
+          for (index_t r = 0; r < br; ++r) pt[j * Br + r] = s[r * lds + j], dst_t[j * Br + r] = dp[r * lds + j];
+        for (index_t j0 = 0; j0 < kend; j0 += MR) {
+          const index_t rows = std::min(MR, kend - j0);
+          for (index_t p = 0; p < ldd; p += NR) {
+            tiles[rows - 1](dst_t + j0 * Br, Br, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
+            tiles[rows - 1](pt + j0 * Br, Br, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
+          }
         }
       }
     }
