@@ -533,6 +533,52 @@ TEST_CASE("together: elementwise assignments in one pass give the assignments in
   CHECK(std::memcmp(out.data(), out_ref.data(), sizeof(float) * N) == 0);
 }
 
+TEST_CASE("together: the epilogues of one product run it once and give the assignments in sequence", "[step][together]") {
+  // gelu and its slope (the decoder's forward keeps both), and the product plus a bias, from one GEMM
+  // (150 columns: whole vectors and a scalar end), against each assigned alone, bit for bit.
+  constexpr index_t M = 200, K = 96, N = 150;
+  rng gen(11);
+  const Tensor<float, shape<M, K>> x = normal<shape<M, K>>(gen);
+  const Tensor<float, shape<K, N>> w = normal<shape<K, N>>(gen) * 0.2f, w2 = normal<shape<K, N>>(gen) * 0.2f;
+  const Tensor<float, shape<N>> bias = normal<shape<N>>(gen);
+  Tensor<float, shape<M, N>> act, slope, z, act_ref, slope_ref, z_ref;
+  act_ref = gelu_tanh(matmul(x, w));
+  slope_ref = ops::call<ops::gelu_tanh_slope>(matmul(x, w));
+  z_ref = matmul(x, w) + bias;
+  eval(together(assign(act, gelu_tanh(matmul(x, w))), assign(slope, ops::call<ops::gelu_tanh_slope>(matmul(x, w))),
+                assign(z, matmul(x, w) + bias)));
+  CHECK(std::memcmp(act.data(), act_ref.data(), sizeof(float) * M * N) == 0);
+  CHECK(std::memcmp(slope.data(), slope_ref.data(), sizeof(float) * M * N) == 0);
+  CHECK(std::memcmp(z.data(), z_ref.data(), sizeof(float) * M * N) == 0);
+  CHECK(act(7, 149) != 0.0f); // (it ran, to the last column)
+
+  // A destination written through a transposed view (not rows of vectors): stored row by row, the same.
+  Tensor<float, shape<N, M>> zt;
+  auto zt_view = permute<1, 0>(zt);
+  eval(together(assign(act, gelu_tanh(matmul(x, w)) * 2.0f), assign(zt_view, matmul(x, w) + bias)));
+  for (index_t i = 0; i < M; i += 37)
+    for (index_t j = 0; j < N; j += 13) {
+      CHECK(zt(j, i) == z_ref(i, j));
+      CHECK(act(i, j) == act_ref(i, j) * 2.0f);
+    }
+
+  // Two products (another weight): each runs on its own, as in sequence.
+  eval(together(assign(act, gelu_tanh(matmul(x, w))), assign(z, matmul(x, w2) + bias)));
+  Tensor<float, shape<M, N>> z2_ref = matmul(x, w2) + bias;
+  CHECK(std::memcmp(act.data(), act_ref.data(), sizeof(float) * M * N) == 0);
+  CHECK(std::memcmp(z.data(), z2_ref.data(), sizeof(float) * M * N) == 0);
+
+  // A value that reads another assignment's destination, and a destination the product reads: one
+  // assignment after another, so each sees the one before it.
+  constexpr index_t S = 64;
+  Tensor<float, shape<S, S>> a = normal<shape<S, S>>(gen), wa = normal<shape<S, S>>(gen) * 0.1f, b, a_seq = a, b_seq;
+  eval(together(assign(b, gelu_tanh(matmul(a, wa))), assign(a, matmul(a, wa) * b)));
+  b_seq = gelu_tanh(matmul(a_seq, wa));
+  a_seq = matmul(a_seq, wa) * b_seq;
+  CHECK(std::memcmp(b.data(), b_seq.data(), sizeof(float) * S * S) == 0);
+  CHECK(std::memcmp(a.data(), a_seq.data(), sizeof(float) * S * S) == 0);
+}
+
 TEST_CASE("together: reductions over one operand run block by block and give the reductions in sequence", "[step][together]") {
   // Batch norm's parameter gradients: per-channel sums over [8, 30, 30, 16] (7200 rows: several blocks,
   // both threads), one spelled as vjp spells it (keepdims, reshaped), and a max: bit for bit each

@@ -65,8 +65,12 @@ struct replica {
   // 3.5 MB less memory, the same bits; on AMD Zen 3 no change in speed beyond the noise)
   Tensor<float, shape<N, 3 * width>> qkv;
   Tensor<float, shape<3, B, heads, T, head_dim>> h[layers]; // rotated q and k, and v (rotated_heads)
-  Tensor<float, shape<N, hidden>> a[layers];
-  Tensor<float, shape<N, hidden>> act[layers]; // gelu(a): the down projection's weight gradient reads it
+  Tensor<float, shape<N, width>> xn; // norm(x2): the MLP's input (one for all blocks)
+  Tensor<float, shape<N, hidden>> act[layers]; // gelu(a), a = xn up: the down projection's weight gradient reads it
+  // gelu's slope at a, kept for the backward pass instead of a (its only reader there): stored with
+  // gelu(a) by the up product's store (the two epilogues together: one exp for both, while a is in
+  // registers); the backward product multiplies by it instead of computing it from a read back from L3
+  Tensor<float, shape<N, hidden>> slope[layers];
   // the gradients flowing back
   Tensor<float, shape<N, width>> gx, gx2;
   Tensor<float, shape<B, heads, T, head_dim>> gy; // the heads' outputs' gradient
@@ -76,7 +80,8 @@ struct replica {
   // the parameters' gradient
   std::unique_ptr<parameters<V>> grad = std::make_unique<parameters<V>>();
 
-  // The forward pass on ids, keeping every stage's output.
+  // The forward pass on ids, keeping every stage's output (and gelu's slopes for training).
+  template <bool Training = false>
   void forward(const parameters<V>& p) {
     set(x[0], embedding(p.embed, ids));
     for (index_t l = 0; l < layers; ++l) {
@@ -92,8 +97,11 @@ struct replica {
       }
       set(y[l], attend<B, T>(h[l]));
       set(x2[l], residual(x[l], y[l], b.proj));
-      set(a[l], mlp_in(x2[l], b.ln2, b.up));
-      set(act[l], gelu_tanh(a[l])); // (mlp_out(x2, a, down) with its activation kept)
+      // mlp_in and mlp_out's activation, kept: gelu(norm(x2) up)
+      set(xn, norm(x2[l], b.ln2));
+      if constexpr (Training)
+        eval(together(assign(act[l], gelu_tanh(matmul(xn, b.up))), assign(slope[l], ops::call<ops::gelu_tanh_slope>(matmul(xn, b.up)))));
+      else set(act[l], gelu_tanh(matmul(xn, b.up)));
       set(x[l + 1], residual(x2[l], act[l], b.down));
     }
   }
@@ -106,7 +114,7 @@ struct replica {
 
   // The batch's loss and every parameter's gradient (in *grad).
   void backward(const parameters<V>& p) {
-    forward(p);
+    forward<true>(p);
     auto& g = *grad;
     auto [value, dx, dln, dembed] = value_and_grad(
         [this](const auto& x_, const auto& g_, const auto& e_) { return head_loss(x_, g_, e_, targets); }, x[layers],
@@ -115,12 +123,13 @@ struct replica {
     for (index_t l = layers - 1; l >= 0; --l) {
       const auto& b = p.blocks[l];
       auto& gb = g.blocks[l];
-      // x[l + 1] = x2 + gelu(a) down; down's gradient gelu(a)ᵀ gx from the kept activation, not gelu again
-      auto [d_x2, d_a] = vjp([&](const auto& x2_, const auto& a_) { return mlp_out(x2_, a_, b.down); }, gx, x2[l], a[l]);
-      set(ga, d_a), set(gb.down, matmul(transpose(act[l]), gx));
+      // x[l + 1] = x2 + gelu(a) down: x2's gradient is gx (the residual) and a's vjp(mlp_out)'s
+      // gx downᵀ * gelu_tanh_slope(a) (gelu_tanh's entry in the op table), the slope kept by the forward
+      // pass; down's gradient gelu(a)ᵀ gx from the kept activation
+      set(ga, matmul(gx, transpose(b.down)) * slope[l]), set(gb.down, matmul(transpose(act[l]), gx));
       // a = norm(x2) up
       auto [e_x2, e_ln2, e_up] = vjp(mlp_in, ga, x2[l], b.ln2, b.up);
-      run_shared(statements(assign(gx2, d_x2 + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
+      run_shared(statements(assign(gx2, gx + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
       // x2 = x + y proj
       auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
       set(gb.proj, f_proj);

@@ -24,6 +24,7 @@
 // contiguous run finished at a known statement, run_step hands them to the caller as they complete
 // (cpu/step.hpp's on_buckets: an allreduce started while the rest of the backward pass runs).
 #include "tenfold/core/expr.hpp"
+#include "tenfold/core/matmul_node.hpp"
 #include "tenfold/core/param_holder.hpp"
 #include "tenfold/core/reduce_node.hpp"
 #include "tenfold/core/unpack.hpp"
@@ -116,6 +117,29 @@ constexpr bool is_reduction_tree() {
   else if constexpr (is_reshape_view_v<N>) return is_reduction_tree<typename N::child_type>();
   else return false;
 }
+// An elementwise tree over exactly one matmul: together(...) of such values over one product (the same
+// operands) runs the product once and stores every value from its blocks (a layer's pre-activation and
+// activation, or an activation and its derivative, from one GEMM).
+template <class N>
+constexpr int matmuls_in_epilogue() { // -1: not an elementwise tree over matmuls
+  if constexpr (is_matmul_node_v<N>) return 1;
+  else if constexpr (is_leaf_v<N> || is_scalar_node_v<N>) return 0;
+  else if constexpr (is_map_node_v<N>)
+    return []<class... C>(tuple<C...>*) {
+      const int c[] = {matmuls_in_epilogue<C>()...};
+      int sum = 0;
+      for (int x : c) {
+        if (x < 0) return -1;
+        sum += x;
+      }
+      return sum;
+    }(static_cast<decltype(N::args)*>(nullptr));
+  else return -1;
+}
+template <class N>
+constexpr bool is_product_epilogue() {
+  return matmuls_in_epilogue<N>() == 1;
+}
 template <class S>
 inline constexpr bool is_statement_v = is_assign_stmt_v<S> || is_host_stmt_v<S> || is_statements_v<S> || is_together_v<S>;
 
@@ -168,9 +192,10 @@ auto together(detail::assign_stmt<D, E> first, S... rest) {
   static_assert(((std::is_same_v<typename std::remove_cvref_t<decltype(detail::get<0>(rest.args))>::shape_type, typename D::shape_type>) && ...),
                 "tenfold::together: every destination must have the same shape");
   static_assert((detail::is_elementwise_tree<E>() && (detail::is_elementwise_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)) ||
-                    (detail::is_reduction_tree<E>() && (detail::is_reduction_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)),
-                "tenfold::together: the values must be all elementwise (leaves, scalars and elementwise ops) or all reductions "
-                "of elementwise values");
+                    (detail::is_reduction_tree<E>() && (detail::is_reduction_tree<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)) ||
+                    (detail::is_product_epilogue<E>() && (detail::is_product_epilogue<std::remove_cvref_t<decltype(detail::get<1>(rest.args))>>() && ...)),
+                "tenfold::together: the values must be all elementwise (leaves, scalars and elementwise ops), all reductions "
+                "of elementwise values, or all elementwise over one matmul (the same product's epilogues)");
   return detail::together_node<detail::assign_stmt<D, E>, S...>{{std::move(first), std::move(rest)...}};
 }
 // Statements, run in order (nested groups run in place).

@@ -1,7 +1,8 @@
 #pragma once
 // Assignments whose root is a matmul, or elementwise over exactly one matmul of the same shape: the
 // GEMM runs per batch element and block, and the root expression — with the matmul replaced by the
-// finished block — is evaluated for that block's rows in the store.
+// finished block — is evaluated for that block's rows in the store. together(...) of several such
+// roots over one product (cpu/together.hpp) runs the GEMM once and stores every root from each block.
 #include "tenfold/cpu/gemm.hpp"
 #include "tenfold/cpu/gemm_small.hpp"
 #include "tenfold/cpu/prepacked.hpp"
@@ -39,6 +40,30 @@ struct gemm_block_row {
   TENFOLD_INLINE T scalar(index_t j) const { return p[j - j0]; }
   TENFOLD_INLINE batch<L> load(index_t j) const { return batch<L>::load_unaligned(p + (j - j0)); }
 };
+
+// The block holding one vector of a row of C, the one run_gemm's joint store loaded at the column it
+// computes: each epilogue's tail over it reads that value (load) and the block for a run's scalar end.
+// Every epilogue then computes from one value, and what their trees share (gelu's exp and its slope's)
+// the compiler computes once (from two loads of the same address, through two tails, it did not).
+template <class T, class L>
+struct gemm_value_row {
+  const T* p; // the row's first element, at column j0
+  index_t j0;
+  batch<L> x;
+  TENFOLD_INLINE T scalar(index_t j) const { return p[j - j0]; }
+  TENFOLD_INLINE batch<L> load(index_t) const { return x; }
+};
+template <class T, class S, class L>
+struct gemm_block_value : gemm_block<T, S> {
+  batch<L> x;
+  template <class L2>
+  gemm_value_row<T, L> row(const index_t* idx) const {
+    static_assert(std::is_same_v<L2, L>);
+    return {this->p + (idx[S::rank - 2] - this->i0) * this->ldc, this->j0, x};
+  }
+};
+template <class T, class S, class L>
+inline constexpr bool is_gemm_block_v<gemm_block_value<T, S, L>> = true;
 
 template <class N, class Block>
 auto substitute_block(const N& n, const Block& blk) {
@@ -133,8 +158,27 @@ constexpr bool rows_fold() {
   return true;
 }
 
-template <class Dst, class N>
-void run_gemm(const Dst& dst, const N& root) {
+// Whether the stores of several epilogues of one block can run as one loop of whole vectors of lane type
+// L: each value vectorised in L, each destination contiguous rows of L.
+template <class L, class Block, class... P>
+constexpr bool joint_store_v = lane_type_v<L> && ((std::is_same_v<typename lane_of<decltype(substitute_block(std::declval<typename P::value_type_>(), std::declval<Block>()))>::type, L> &&
+                                                  simd_ok<decltype(substitute_block(std::declval<typename P::value_type_>(), std::declval<Block>())), L>::value &&
+                                                  std::is_same_v<std::remove_const_t<typename P::dst_type_::element_type>, L> &&
+                                                  run_stride<typename P::dst_type_, P::dst_type_::rank - 1>() == 1) && ...);
+
+// An epilogue beside run_gemm's first, as together(...) hands it over: a destination and a value over the
+// same product.
+template <class D, class V>
+struct gemm_output {
+  using dst_type_ = D;
+  using value_type_ = V;
+  const D& dst;
+  const V& value;
+};
+
+template <class Dst, class N, class... More>
+void run_gemm(const Dst& dst, const N& root, const More&... more) {
+  constexpr bool multi = sizeof...(More) > 0; // more epilogues of the same product (together(...))
   using S = typename N::shape_type;
   using Mm = std::remove_cvref_t<decltype(find_matmul(root))>;
   using T = compute_t<typename Mm::value_type>;
@@ -161,6 +205,7 @@ void run_gemm(const Dst& dst, const N& root) {
     // the product runs over the first dst.length() rows.
     constexpr bool bounded = S::has_bounded;
     static_assert(!bounded || (R == 2 && !fold));
+    static_assert(!bounded || !multi, "tenfold::together: the epilogues of a product of bounded rows are not supported");
     index_t m = M;
     if constexpr (bounded) {
       m = dst.length();
@@ -181,7 +226,8 @@ void run_gemm(const Dst& dst, const N& root) {
     constexpr bool small_halves = small && M >= 8 && 2.0 * double(M) * double(N_) * double(K) >= 4e6;
     if (small) sched.parts = small_halves && batches < sched.threads ? 2 : 1;
     const index_t parts = sched.parts;
-    constexpr bool direct = gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
+    constexpr bool direct = !multi && gemm_direct_v<Dst, N, Mm, T> && (!fold || rows_fold<Dst>());
+    constexpr bool joint = multi && vec && joint_store_v<L, Block, gemm_output<Dst, N>, More...>;
     auto task = [&](index_t t0, index_t t1) {
       index_array idx{};
       for (index_t t = t0; t < t1; ++t) {
@@ -199,11 +245,50 @@ void run_gemm(const Dst& dst, const N& root) {
           for (index_t r = i0; r < i0 + mc; ++r) {
             if constexpr (fold) detail::unravel<shape_from<prefix_dims<S, R - 1>()>>(r, i.data());
             else i[R - 2] = r;
-            const auto tail = substitute_block(root, Block{{}, c + (r - i0) * ldc, ldc, i[R - 2], j0});
+            const Block blk{{}, c + (r - i0) * ldc, ldc, i[R - 2], j0};
+            const auto tail = substitute_block(root, blk);
             const auto d = make_row<R - 1, L>(dst, i.data());
             const auto s = make_row<R - 1, L>(tail, i.data());
-            if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
-            else store_run_scalar(d, s, j0, j0 + nc);
+            if constexpr (joint) {
+              // Whole vectors: each column's vector of C loaded once, every value computed from it, then
+              // all stored. The run's scalar end through each tail over the block.
+              constexpr index_t w = lanes<L>;
+              const index_t body = j0 + nc / w * w;
+              const auto outs = std::make_tuple(make_row<R - 1, L>(more.dst, i.data())...);
+              for (index_t j = j0; j < body; j += w) {
+                const gemm_block_value<T, S, L> bv{blk, batch<L>::load_unaligned(blk.p + (j - j0))};
+                const auto v0 = make_row<R - 1, L>(substitute_block(root, bv), i.data()).load(j);
+                const auto vs = std::make_tuple(make_row<R - 1, L>(substitute_block(more.value, bv), i.data()).load(j)...);
+                v0.store_unaligned(d.p + j);
+                [&]<std::size_t... I>(std::index_sequence<I...>) {
+                  (std::get<I>(vs).store_unaligned(std::get<I>(outs).p + j), ...);
+                }(std::index_sequence_for<More...>{});
+              }
+              for (index_t j = body; j < j0 + nc; ++j) d.p[j] = s.scalar(j);
+              if (body < j0 + nc) {
+                auto scalar_end = [&](const auto& o, const auto& out) {
+                  const auto t = substitute_block(o.value, blk);
+                  const auto r = make_row<R - 1, L>(t, i.data());
+                  for (index_t j = body; j < j0 + nc; ++j) out.p[j] = r.scalar(j);
+                };
+                [&]<std::size_t... I>(std::index_sequence<I...>) { (scalar_end(more, std::get<I>(outs)), ...); }(std::index_sequence_for<More...>{});
+              }
+            } else {
+              if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
+              else store_run_scalar(d, s, j0, j0 + nc);
+              if constexpr (multi) {
+                auto extra = [&](const auto& o) {
+                  using D2 = std::remove_cvref_t<decltype(o.dst)>;
+                  using N2 = std::remove_cvref_t<decltype(o.value)>;
+                  const auto t = substitute_block(o.value, blk);
+                  using L2 = typename lane_of<decltype(t)>::type;
+                  if constexpr (lane_type_v<L2> && simd_ok<decltype(t), L2>::value)
+                    store_run<typename D2::element_type, L2, run_stride<D2, R - 1>(), typename N2::value_type>(make_row<R - 1, L2>(o.dst, i.data()), make_row<R - 1, L2>(t, i.data()), j0, j0 + nc);
+                  else store_run_scalar(make_row<R - 1, float>(o.dst, i.data()), make_row<R - 1, float>(t, i.data()), j0, j0 + nc);
+                };
+                (extra(more), ...);
+              }
+            }
           }
         };
         if constexpr (small) {
@@ -214,7 +299,7 @@ void run_gemm(const Dst& dst, const N& root) {
           const T* bp = reinterpret_cast<const T*>(bm.p);
           // Rows [I0, I0 + Rows) of the product.
           auto rows = [&]<index_t I0, index_t Rows>() {
-            if constexpr (gemm_direct_v<Dst, N, Mm, T>) {
+            if constexpr (!multi && gemm_direct_v<Dst, N, Mm, T>) {
               constexpr index_t ldd = Dst::strides[R - 2];
               small_gemm<T, Rows, N_, K, ars, acs, brs>(ap + I0 * ars, bp, dst.data() + off + I0 * ldd, ldd);
             } else {

@@ -171,10 +171,49 @@ void run_reductions_together(const A0& a0, const A&... a) {
   run(a0.dst, a0.value), (run(a.dst, a.value), ...);
 }
 
+// Epilogues of one product (each value elementwise over one matmul of the same operands, each operand a
+// strided leaf): the GEMM runs once and its store writes every value from each finished block
+// (gemm_eval.hpp's run_gemm with more outputs). Where the operands differ, or a destination is read by
+// a value other than at its element, the assignments run one after another.
+template <class A0, class... A>
+void run_products_together(const A0& a0, const A&... a) {
+  using N0 = decltype(a0.value);
+  using Mm = std::remove_cvref_t<decltype(find_matmul(a0.value))>;
+  constexpr bool same_kind = plan::gemm_root_v<N0> && detail::is_matmul_node_v<Mm> &&
+                             ((plan::gemm_root_v<decltype(a.value)> && std::is_same_v<std::remove_cvref_t<decltype(find_matmul(a.value))>, Mm> &&
+                               std::is_same_v<typename decltype(a.value)::shape_type, typename N0::shape_type>) && ...);
+  if constexpr (same_kind && detail::is_leaf_v<typename Mm::a_type> && detail::is_leaf_v<typename Mm::b_type>) {
+    const Mm& m0 = find_matmul(a0.value);
+    auto same = [&](const auto& v) {
+      const Mm& m = find_matmul(v);
+      return detail::get<0>(m.args).data() == detail::get<0>(m0.args).data() && detail::get<1>(m.args).data() == detail::get<1>(m0.args).data();
+    };
+    // (no value reads a destination at all: the store computes every value of a vector before it writes any)
+    bool apart = together_pointwise(a0, a...);
+    auto unread = [&](const auto& x) { apart = apart && !plan::aliases(x.dst, a0.value, true) && (!plan::aliases(x.dst, a.value, true) && ...); };
+    unread(a0), (unread(a), ...);
+    if ((same(a.value) && ...) && apart) {
+#if defined(TENFOLD_TRACE)
+      using S = typename N0::shape_type;
+      const trace::scope traced("together(" + ((N0::str() + ... + ("; " + decltype(a.value)::str()))) + ")", [] {
+        std::string s = "[";
+        for (int i = 0; i < S::rank; ++i) s += (i ? "," : "") + std::to_string(S::dims[i]);
+        return s + "]";
+      }());
+#endif
+      run_gemm(a0.dst, a0.value, gemm_output<std::remove_cvref_t<decltype(a.dst)>, std::remove_cvref_t<decltype(a.value)>>{a.dst, a.value}...);
+      return;
+    }
+  }
+  run(a0.dst, a0.value), (run(a.dst, a.value), ...);
+}
+
 template <class A0, class... A>
 void run_together(const A0& a0, const A&... a) {
   if constexpr (detail::is_reduction_tree<decltype(a0.value)>()) {
     run_reductions_together(as_reduction(a0), as_reduction(a)...);
+  } else if constexpr (detail::is_product_epilogue<decltype(a0.value)>()) {
+    run_products_together(a0, a...);
   } else {
     run_elementwise_together(a0, a...);
   }

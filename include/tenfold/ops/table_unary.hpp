@@ -607,6 +607,18 @@ struct gelu : unary<gelu> {
   static constexpr test_spec test{.lo = -12, .hi = 12, .ulps = 4, .abs_tol = 1e-7};
   static constexpr bench_spec bench{.flops = 30};
 };
+namespace sc {
+// gelu_tanh's gate in lanes: e = exp(-2u), u = c (x + a x³), with -2u capped at 80 (e stays finite:
+// where the cap holds, below x = -9.7, gelu is -0 and its slope under 1e-33), and s = 1 / (1 + e) =
+// (1 + tanh u) / 2. gelu_tanh is x s, its slope s (1 + 2 x u' e s): a pass storing both (a product's
+// epilogues together) computes the gate once.
+template <class B>
+struct gelu_tanh_gate {
+  B arg, e, s; // -2u, uncapped; e; s
+  TENFOLD_INLINE explicit gelu_tanh_gate(const B& x)
+      : arg(B(-1.59576912160573071176) * (x + B(0.044715) * x * x * x)), e(exp::simd(xsimd::min(arg, B(80)))), s(B(1) / (B(1) + e)) {}
+};
+} // namespace sc
 // gelu_tanh's derivative, 0.5 (1 + t) + 0.5 x (1 - t²) u', with t = tanh(u), u = c (x + a x³): one entry so
 // that t is computed once. Written as an expression its three reads of t were three tanh per element
 // (nothing shares a subexpression inside a nest): the vjp over [768, 512] took 710 us on one thread,
@@ -624,8 +636,8 @@ struct gelu_tanh_slope : unary<gelu_tanh_slope> {
   // where the slope is below 1e-33.)
   template <class B> static B simd(const B& x) {
     const B c(0.79788456080286535588), a(0.044715);
-    const B e = exp::simd(xsimd::min(B(-2) * c * (x + a * x * x * x), B(80))), s = B(1) / (B(1) + e);
-    return s * (B(1) + B(2) * x * (c + B(3) * a * c * x * x) * e * s);
+    const sc::gelu_tanh_gate<B> g(x);
+    return g.s * (B(1) + B(2) * x * (c + B(3) * a * c * x * x) * g.e * g.s);
   }
   static long double reference(long double x) {
     const long double c = std::sqrt(2 / 3.14159265358979323846264338327950288L), a = 0.044715L;
@@ -642,10 +654,11 @@ struct gelu_tanh : unary<gelu_tanh> {
   template <class T> TENFOLD_HD static T scalar(T x) {
     return T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
   }
-  // In lanes as x / (1 + exp(-2u)) (= x (1 + tanh u) / 2): the table's exp and a division, no cancellation
-  // in the left tail.
+  // In lanes as x s, s = 1 / (1 + exp(-2u)) (= (1 + tanh u) / 2): the table's exp and a division, no
+  // cancellation in the left tail; s as its slope computes it (sc::gelu_tanh_gate).
   template <class B> static B simd(const B& x) {
-    return x / (B(1) + exp::simd(B(-1.59576912160573071176) * (x + B(0.044715) * x * x * x)));
+    const sc::gelu_tanh_gate<B> g(x);
+    return xsimd::select(g.arg < B(80), x * g.s, x * B(0)); // (x * 0: -0 below, NaN at -inf, as x / (1 + inf))
   }
   static long double reference(long double x) {
     return 0.5L * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x)));
