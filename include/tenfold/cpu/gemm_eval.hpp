@@ -176,6 +176,49 @@ struct gemm_output {
   const V& value;
 };
 
+// A row of a finished block (blk) stored through a product's first epilogue (root; d its destination's
+// row, s its value's) and the others (more...) as one loop of whole vectors: each vector of C loaded once,
+// every value computed from it (gemm_block_value), then all stored; the run's scalar end through each
+// value over the block.
+template <int R, class L, class T, class S, class Blk, class Root, class D, class Row, class... More>
+TENFOLD_INLINE void store_joint_row(const Root& root, const Blk& blk, const index_t* i, const D& d, const Row& s, index_t j0, index_t nc,
+                                    const More&... more) {
+  constexpr index_t w = lanes<L>;
+  const index_t body = j0 + nc / w * w;
+  const auto outs = std::make_tuple(make_row<R - 1, L>(more.dst, i)...);
+  for (index_t j = j0; j < body; j += w) {
+    const gemm_block_value<T, S, L> bv{blk, batch<L>::load_unaligned(blk.p + (j - j0))};
+    const auto v0 = make_row<R - 1, L>(substitute_block(root, bv), i).load(j);
+    const auto vs = std::make_tuple(make_row<R - 1, L>(substitute_block(more.value, bv), i).load(j)...);
+    v0.store_unaligned(d.p + j);
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(vs).store_unaligned(std::get<I>(outs).p + j), ...); }(std::index_sequence_for<More...>{});
+  }
+  if (body == j0 + nc) return;
+  for (index_t j = body; j < j0 + nc; ++j) d.p[j] = s.scalar(j);
+  auto scalar_end = [&](const auto& o, const auto& out) {
+    const auto t = substitute_block(o.value, blk);
+    const auto r = make_row<R - 1, L>(t, i);
+    for (index_t j = body; j < j0 + nc; ++j) out.p[j] = r.scalar(j);
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (scalar_end(more, std::get<I>(outs)), ...); }(std::index_sequence_for<More...>{});
+}
+
+// The other epilogues' rows of a finished block, each stored after the one before (a destination that is
+// not rows of L, or a value not in L's vectors).
+template <int R, class Blk, class... More>
+void store_more_rows(const Blk& blk, const index_t* i, index_t j0, index_t nc, const More&... more) {
+  auto one = [&](const auto& o) {
+    using D = std::remove_cvref_t<decltype(o.dst)>;
+    using V = std::remove_cvref_t<decltype(o.value)>;
+    const auto t = substitute_block(o.value, blk);
+    using L = typename lane_of<decltype(t)>::type;
+    if constexpr (lane_type_v<L> && simd_ok<decltype(t), L>::value)
+      store_run<typename D::element_type, L, run_stride<D, R - 1>(), typename V::value_type>(make_row<R - 1, L>(o.dst, i), make_row<R - 1, L>(t, i), j0, j0 + nc);
+    else store_run_scalar(make_row<R - 1, float>(o.dst, i), make_row<R - 1, float>(t, i), j0, j0 + nc);
+  };
+  (one(more), ...);
+}
+
 template <class Dst, class N, class... More>
 void run_gemm(const Dst& dst, const N& root, const More&... more) {
   constexpr bool multi = sizeof...(More) > 0; // more epilogues of the same product (together(...))
@@ -249,45 +292,11 @@ void run_gemm(const Dst& dst, const N& root, const More&... more) {
             const auto tail = substitute_block(root, blk);
             const auto d = make_row<R - 1, L>(dst, i.data());
             const auto s = make_row<R - 1, L>(tail, i.data());
-            if constexpr (joint) {
-              // Whole vectors: each column's vector of C loaded once, every value computed from it, then
-              // all stored. The run's scalar end through each tail over the block.
-              constexpr index_t w = lanes<L>;
-              const index_t body = j0 + nc / w * w;
-              const auto outs = std::make_tuple(make_row<R - 1, L>(more.dst, i.data())...);
-              for (index_t j = j0; j < body; j += w) {
-                const gemm_block_value<T, S, L> bv{blk, batch<L>::load_unaligned(blk.p + (j - j0))};
-                const auto v0 = make_row<R - 1, L>(substitute_block(root, bv), i.data()).load(j);
-                const auto vs = std::make_tuple(make_row<R - 1, L>(substitute_block(more.value, bv), i.data()).load(j)...);
-                v0.store_unaligned(d.p + j);
-                [&]<std::size_t... I>(std::index_sequence<I...>) {
-                  (std::get<I>(vs).store_unaligned(std::get<I>(outs).p + j), ...);
-                }(std::index_sequence_for<More...>{});
-              }
-              for (index_t j = body; j < j0 + nc; ++j) d.p[j] = s.scalar(j);
-              if (body < j0 + nc) {
-                auto scalar_end = [&](const auto& o, const auto& out) {
-                  const auto t = substitute_block(o.value, blk);
-                  const auto r = make_row<R - 1, L>(t, i.data());
-                  for (index_t j = body; j < j0 + nc; ++j) out.p[j] = r.scalar(j);
-                };
-                [&]<std::size_t... I>(std::index_sequence<I...>) { (scalar_end(more, std::get<I>(outs)), ...); }(std::index_sequence_for<More...>{});
-              }
-            } else {
+            if constexpr (joint) store_joint_row<R, L, T, S>(root, blk, i.data(), d, s, j0, nc, more...);
+            else {
               if constexpr (vec) store_run<typename Dst::element_type, L, run_stride<Dst, R - 1>(), typename N::value_type>(d, s, j0, j0 + nc);
               else store_run_scalar(d, s, j0, j0 + nc);
-              if constexpr (multi) {
-                auto extra = [&](const auto& o) {
-                  using D2 = std::remove_cvref_t<decltype(o.dst)>;
-                  using N2 = std::remove_cvref_t<decltype(o.value)>;
-                  const auto t = substitute_block(o.value, blk);
-                  using L2 = typename lane_of<decltype(t)>::type;
-                  if constexpr (lane_type_v<L2> && simd_ok<decltype(t), L2>::value)
-                    store_run<typename D2::element_type, L2, run_stride<D2, R - 1>(), typename N2::value_type>(make_row<R - 1, L2>(o.dst, i.data()), make_row<R - 1, L2>(t, i.data()), j0, j0 + nc);
-                  else store_run_scalar(make_row<R - 1, float>(o.dst, i.data()), make_row<R - 1, float>(t, i.data()), j0, j0 + nc);
-                };
-                (extra(more), ...);
-              }
+              if constexpr (multi) store_more_rows<R>(blk, i.data(), j0, nc, more...);
             }
           }
         };
