@@ -552,6 +552,18 @@ TEST_CASE("together: the epilogues of one product run it once and give the assig
   CHECK(std::memcmp(z.data(), z_ref.data(), sizeof(float) * M * N) == 0);
   CHECK(act(7, 149) != 0.0f); // (it ran, to the last column)
 
+  // A small static product (the unrolled kernels' path, C on the stack): the same.
+  {
+    const Tensor<float, shape<16, 8>> xs = normal<shape<16, 8>>(gen);
+    const Tensor<float, shape<8, 32>> ws = normal<shape<8, 32>>(gen);
+    Tensor<float, shape<16, 32>> p1, p2, p1_ref, p2_ref;
+    p1_ref = gelu_tanh(matmul(xs, ws));
+    p2_ref = matmul(xs, ws) * 3.0f;
+    eval(together(assign(p1, gelu_tanh(matmul(xs, ws))), assign(p2, matmul(xs, ws) * 3.0f)));
+    CHECK(std::memcmp(p1.data(), p1_ref.data(), sizeof(float) * 16 * 32) == 0);
+    CHECK(std::memcmp(p2.data(), p2_ref.data(), sizeof(float) * 16 * 32) == 0);
+  }
+
   // A destination written through a transposed view (not rows of vectors): stored row by row, the same.
   Tensor<float, shape<N, M>> zt;
   auto zt_view = permute<1, 0>(zt);

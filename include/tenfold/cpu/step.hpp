@@ -97,9 +97,13 @@ bucket_hook<T, MinBytes, std::remove_cvref_t<F>> on_buckets(F&& f) {
 
 template <class S>
 void run_step(S&& statements, std::span<std::byte> arena);
-// Runs together(...) outside a step: its values are elementwise, so it needs no arena.
+// Runs together(...) outside a step: its values need no arena (elementwise, reductions of elementwise
+// values, or epilogues of a product of tensors).
 template <class... S>
 void eval(const detail::together_node<S...>& t) {
+  static_assert(step_plan<detail::together_node<S...>>::bytes == 0,
+                "tenfold::eval(together(...)): a value needs a temporary (a product of an expression: assign the product's "
+                "operands to tensors first, or run the group in a step, run_step, with an arena)");
   run_step(t, {});
 }
 
