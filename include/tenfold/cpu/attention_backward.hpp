@@ -278,10 +278,10 @@ void run_attention_dkv(const Dst& dst, const N& n) {
   });
 }
 
-// A query row's scores s[0, n) into P = softmax(s) (in s) and its dP, dp[0, n), into dS = P (dP - δ) with
-// δ = Σ_j P_j dP_j (in dp); both zero in [n, end). n >= 1; the row has room for whole vectors to end.
+// A query row's scores s[0, n) into P = softmax(s) (in s) and its dP, dp[0, n), into dS = P (dP - δ)·scale
+// with δ = Σ_j P_j dP_j (in dp); both zero in [n, end). n >= 1; the row has room for whole vectors to end.
 template <class T>
-void softmax_backward_row(T* s, T* dp, index_t n, index_t end) {
+void softmax_backward_row(T* s, T* dp, index_t n, index_t end, T scale) {
   using B = batch<T>;
   constexpr index_t W = lanes<T>;
   const index_t nv = round_up(n, W), full = n - n % W;
@@ -306,12 +306,44 @@ void softmax_backward_row(T* s, T* dp, index_t n, index_t end) {
     p.store_unaligned(s + j);
     dsum = xsimd::fma(p, B::load_unaligned(dp + j), dsum);
   }
-  const B delta(xsimd::hadd(dsum));
-  for (index_t j = 0; j < nv; j += W) (B::load_unaligned(s + j) * (B::load_unaligned(dp + j) - delta)).store_unaligned(dp + j);
+  const B delta(xsimd::hadd(dsum)), sc(scale);
+  for (index_t j = 0; j < nv; j += W)
+    (B::load_unaligned(s + j) * (B::load_unaligned(dp + j) - delta) * sc).store_unaligned(dp + j);
   for (index_t j = nv; j < end; j += W) B(T(0)).store_unaligned(s + j), B(T(0)).store_unaligned(dp + j);
 }
 
+// Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in contiguous
+// rows whose width is whole NR-wide panels (as a right-hand operand, panel p is then the columns
+// [p, p + NR) of the rows where they lie; as a left-hand one, the rows).
+template <class L, class T, index_t Cols>
+inline constexpr bool tile_in_place_v =
+    std::is_same_v<std::remove_const_t<typename L::element_type>, T> && L::strides[L::rank - 1] == 1 && Cols % gemm_tile<T>::NR == 0;
+
+// A right-hand operand of the tiles: the panel of columns [p, p + NR) from row i at at(p, i), rows ld
+// apart; packed by pack_b (panel p at p·rows, rows NR apart) or in place (column p of row i, rows rs apart).
+template <class T>
+struct tile_rhs {
+  const T* base;
+  index_t ld, column_step;
+  const T* at(index_t p, index_t i) const { return base + p * column_step + i * ld; }
+};
+
+// m's rows as a right-hand operand: in place, or packed into buf (rows x cols).
+template <bool InPlace, class T, class M>
+tile_rhs<T> rhs_of(const M& m, index_t rows, index_t cols, T* buf) {
+  if constexpr (InPlace) {
+    return {m.p, m.rs, 1};
+  } else {
+    pack_b<T>(m, 0, rows, 0, cols, buf);
+    return {buf, gemm_tile<T>::NR, rows};
+  }
+}
+
 // dq, dk and dv into rows [0, Sq), [Sq, Sq + Sk) and [Sq + Sk, Sq + 2 Sk) of dst, a task per batch element.
+// The scale goes into the packed Kᵀ (S = Q (s Kᵀ)) and into dS (dQ = s dS K, dK = s dSᵀ Q); Q, K and G are
+// read where they lie when tile_in_place_v, and dq, dk and dv written into dst where it is T with
+// contiguous rows (dK and dV accumulated there over the query blocks, each key's rows first written
+// by the first block that sees it), else through the workspace.
 template <class Dst, class N>
 void run_attention_grad_all(const Dst& dst, const N& n) {
   using T = compute_t<typename N::value_type>;
@@ -321,6 +353,9 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
   constexpr index_t Sq = N::Sq, Sk = N::Sk, D = N::D;
   constexpr index_t ldk = round_up(Sk, NR), ldd = round_up(D, NR), lda = ldd + W, lds = ldk + W;
   constexpr index_t batches = detail::product(N::shape_type::dims, 0, R - 2);
+  constexpr bool q_here = tile_in_place_v<typename N::q_type, T, D>, k_here = tile_in_place_v<typename N::k_type, T, D>,
+                 g_here = tile_in_place_v<typename N::g_type, T, D>;
+  constexpr bool out_here = std::is_same_v<std::remove_const_t<typename Dst::element_type>, T> && Dst::strides[R - 1] == 1 && D % NR == 0;
   const auto& tiles = attention_tiles<T>;
   const auto& tiles_t = attention_tiles<T, true>;
   // the blocks of scores and of dP read as their transposes in place while both fit in a 32 KiB L1
@@ -334,72 +369,93 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
     const auto km = batch_matrix<typename N::k_type, R>(detail::get<1>(n.args), idx.data());
     const auto vm = batch_matrix<typename N::v_type, R>(detail::get<2>(n.args), idx.data());
     const auto gm = batch_matrix<typename N::g_type, R>(detail::get<3>(n.args), idx.data());
-    // Kᵀ and Vᵀ (keys [c, c + NR) at kt + c·D), K (columns [d, d + NR) at kp + d·Sk), Q and G (at qp + d·Sq)
+    // s Kᵀ and Vᵀ (keys [c, c + NR) at kt + c·D); K, Q and G as right-hand operands (dQ, dK, dV)
     T* kt = ws.b1.get(D * ldk);
     T* vt = ws.b2.get(D * ldk);
-    T* kp = ws.b3.get(Sk * ldd);
-    T* qp = ws.b4.get(Sq * ldd);
-    T* gp = ws.b5.get(Sq * ldd);
     pack_b<T>(transposed(km), 0, D, 0, Sk, kt);
+    for (index_t i = 0; i < D * ldk; ++i) kt[i] *= scale;
     pack_b<T>(transposed(vm), 0, D, 0, Sk, vt);
-    pack_b<T>(km, 0, Sk, 0, D, kp);
-    pack_b<T>(qm, 0, Sq, 0, D, qp);
-    pack_b<T>(gm, 0, Sq, 0, D, gp);
-    T* qs = ws.a1.get(Br * D);
-    T* gs = ws.a2.get(Br * D);
+    const tile_rhs<T> k_rhs = rhs_of<k_here, T>(km, Sk, D, k_here ? nullptr : ws.b3.get(Sk * ldd));
+    const tile_rhs<T> q_rhs = rhs_of<q_here, T>(qm, Sq, D, q_here ? nullptr : ws.b4.get(Sq * ldd));
+    const tile_rhs<T> g_rhs = rhs_of<g_here, T>(gm, Sq, D, g_here ? nullptr : ws.b5.get(Sq * ldd));
+    T* qs = q_here ? nullptr : ws.a1.get(Br * D);
+    T* gs = g_here ? nullptr : ws.a2.get(Br * D);
     T* s = ws.s.get(Br * lds);
     T* dp = ws.dp.get(Br * lds);
-    T* acc = ws.acc.get(Br * lda);
-    T* dk = ws.dk.get(Sk * lda);
-    T* dv = ws.dv.get(Sk * lda);
+    // where dq (the block's rows), dk and dv go, rows ldc apart
+    T *dq, *dk, *dv;
+    index_t ldc;
+    if constexpr (out_here) {
+      ldc = Dst::strides[R - 2];
+      T* out = dst.data() + batch_offset<Dst>(idx);
+      dq = out, dk = out + Sq * ldc, dv = out + (Sq + Sk) * ldc;
+    } else {
+      ldc = lda;
+      dq = ws.acc.get(Br * lda), dk = ws.dk.get(Sk * lda), dv = ws.dv.get(Sk * lda);
+    }
+    const auto zero_rows = [&](index_t from, index_t to) {
+      for (index_t j = from; j < to; ++j)
+        for (index_t c = 0; c < ldd; ++c) dk[j * ldc + c] = T(0), dv[j * ldc + c] = T(0);
+    };
     T* pt = in_place ? nullptr : ws.pt.get(ldk * Br);
     T* dst_t = in_place ? nullptr : ws.dst.get(ldk * Br);
-    std::fill_n(dk, Sk * lda, T(0));
-    std::fill_n(dv, Sk * lda, T(0));
+    index_t seen = 0; // keys [0, seen) have rows in dk and dv
     for (index_t i0 = 0; i0 < Sq; i0 += Br) {
       const index_t br = std::min(Br, Sq - i0), kend = n.visible(i0 + br - 1); // (the block's last row sees the most keys)
-      load_rows(qm, i0, br, D, scale, qs);
-      load_rows(gm, i0, br, D, T(1), gs);
+      const T* qa = qs;
+      const T* ga = gs;
+      index_t ldq = D, ldg = D;
+      if constexpr (q_here) qa = qm.p + i0 * qm.rs, ldq = qm.rs;
+      else load_rows(qm, i0, br, D, T(1), qs);
+      if constexpr (g_here) ga = gm.p + i0 * gm.rs, ldg = gm.rs;
+      else load_rows(gm, i0, br, D, T(1), gs);
       for (index_t r0 = 0; r0 < br; r0 += MR) {
         const index_t rows = std::min(MR, br - r0), kr = n.visible(i0 + r0 + rows - 1);
         for (index_t p = 0; p < kr; p += NR) {
-          tiles[rows - 1](qs + r0 * D, D, kt + p * D, NR, D, s + r0 * lds + p, lds, false);
-          tiles[rows - 1](gs + r0 * D, D, vt + p * D, NR, D, dp + r0 * lds + p, lds, false);
+          tiles[rows - 1](qa + r0 * ldq, ldq, kt + p * D, NR, D, s + r0 * lds + p, lds, false);
+          tiles[rows - 1](ga + r0 * ldg, ldg, vt + p * D, NR, D, dp + r0 * lds + p, lds, false);
         }
       }
-      for (index_t r = 0; r < br; ++r) softmax_backward_row(s + r * lds, dp + r * lds, n.visible(i0 + r), round_up(kend, W));
+      for (index_t r = 0; r < br; ++r) softmax_backward_row(s + r * lds, dp + r * lds, n.visible(i0 + r), round_up(kend, W), scale);
+      T* dq_block = out_here ? dq + i0 * ldc : dq;
       for (index_t r0 = 0; r0 < br; r0 += MR) {
         const index_t rows = std::min(MR, br - r0);
-        for (index_t p = 0; p < ldd; p += NR) tiles[rows - 1](dp + r0 * lds, lds, kp + p * Sk, NR, kend, acc + r0 * lda + p, lda, false);
+        for (index_t p = 0; p < ldd; p += NR) tiles[rows - 1](dp + r0 * lds, lds, k_rhs.at(p, 0), k_rhs.ld, kend, dq_block + r0 * ldc + p, ldc, false);
       }
-      store_block(dst, idx, i0, br, D, acc, lda, scale);
-      // dK += dSᵀ Q and dV += Pᵀ G. Where the blocks of dS and P stay in L1 (short rows of keys), read
-      // as their transposes where they lie (a key's values of the block's query rows are a column: MR
-      // keys at one query row are adjacent); longer rows are copied transposed first, each k of a tile
-      // then one line instead of a line per query row (measured, bench_attention's backward on Intel
-      // model 167, one thread: 64 keys 0.91-0.98 -> 0.69-0.73 ms read in place, 512 keys 1-5% slower).
-      if constexpr (in_place) {
-        for (index_t j0 = 0; j0 < kend; j0 += MR) {
-          const index_t rows = std::min(MR, kend - j0);
-          for (index_t p = 0; p < ldd; p += NR) {
-            tiles_t[rows - 1](dp + j0, lds, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
-            tiles_t[rows - 1](s + j0, lds, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
-          }
-        }
-      } else {
+      if constexpr (!out_here) store_block(dst, idx, i0, br, D, dq, lda, T(1));
+      // dK += dSᵀ Q and dV += Pᵀ G (a key's rows written, not added to, by the first block that sees it).
+      // Where the blocks of dS and P stay in L1 (short rows of keys), read as their transposes where
+      // they lie (a key's values of the block's query rows are a column: MR keys at one query row are
+      // adjacent); longer rows are copied transposed first, each k of a tile then one line instead of
+      // a line per query row (measured, bench_attention's backward on Intel model 167, one thread: 64
+      // keys 0.91-0.98 -> 0.69-0.73 ms read in place, 512 keys 1-5% slower).
+      const T* at = dp;
+      const T* pa = s;
+      index_t ldt = lds;
+      if constexpr (!in_place) {
         for (index_t j = 0; j < kend; ++j)
           for (index_t r = 0; r < br; ++r) pt[j * Br + r] = s[r * lds + j], dst_t[j * Br + r] = dp[r * lds + j];
-        for (index_t j0 = 0; j0 < kend; j0 += MR) {
-          const index_t rows = std::min(MR, kend - j0);
-          for (index_t p = 0; p < ldd; p += NR) {
-            tiles[rows - 1](dst_t + j0 * Br, Br, qp + p * Sq + i0 * NR, NR, br, dk + j0 * lda + p, lda, true);
-            tiles[rows - 1](pt + j0 * Br, Br, gp + p * Sq + i0 * NR, NR, br, dv + j0 * lda + p, lda, true);
-          }
+        at = dst_t, pa = pt, ldt = Br;
+      }
+      for (index_t j0 = 0; j0 < kend; j0 += MR) {
+        const index_t rows = std::min(MR, kend - j0);
+        if (j0 < seen && j0 + rows > seen) zero_rows(seen, j0 + rows);
+        const bool add = j0 < seen;
+        const T* a_ds = in_place ? at + j0 : at + j0 * Br;
+        const T* a_p = in_place ? pa + j0 : pa + j0 * Br;
+        const auto& tl = in_place ? tiles_t : tiles;
+        for (index_t p = 0; p < ldd; p += NR) {
+          tl[rows - 1](a_ds, ldt, q_rhs.at(p, i0), q_rhs.ld, br, dk + j0 * ldc + p, ldc, add);
+          tl[rows - 1](a_p, ldt, g_rhs.at(p, i0), g_rhs.ld, br, dv + j0 * ldc + p, ldc, add);
         }
       }
+      seen = std::max(seen, kend);
     }
-    store_block(dst, idx, Sq, Sk, D, dk, lda, scale);
-    store_block(dst, idx, Sq + Sk, Sk, D, dv, lda, T(1));
+    zero_rows(seen, Sk); // keys no query sees
+    if constexpr (!out_here) {
+      store_block(dst, idx, Sq, Sk, D, dk, lda, T(1));
+      store_block(dst, idx, Sq + Sk, Sk, D, dv, lda, T(1));
+    }
   });
 }
 
