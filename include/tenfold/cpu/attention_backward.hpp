@@ -278,38 +278,63 @@ void run_attention_dkv(const Dst& dst, const N& n) {
   });
 }
 
-// A query row's scores s[0, n) into P = softmax(s) (in s) and its dP, dp[0, n), into dS = P (dP - δ)·scale
-// with δ = Σ_j P_j dP_j (in dp); both zero in [n, end). n >= 1; the row has room for whole vectors to end.
-template <class T>
-void softmax_backward_row(T* s, T* dp, index_t n, index_t end, T scale) {
+// A block's query rows r in [0, rows) (row stride lds): scores s[0, n_r) into P = softmax(s) (in s) and
+// their dP, dp[0, n_r), into dS = P (dP - δ)·scale with δ = Σ_j P_j dP_j (in dp); both zero in [n_r, end),
+// n_r = visible(r) >= 1; each row has room for whole vectors to end. Stage by stage over the rows (the
+// maxima, then the exponentials and their sums, ...): a row's reductions are a chain of dependent steps,
+// and rows side by side give the core independent chains to overlap (one row at a time, each waited).
+// `red`: scratch for 2 x rows values.
+template <class T, class Visible>
+void softmax_backward_rows(T* s, T* dp, index_t lds, index_t rows, Visible&& visible, index_t end, T scale, T* red) {
   using B = batch<T>;
   constexpr index_t W = lanes<T>;
-  const index_t nv = round_up(n, W), full = n - n % W;
-  if (full < nv) { // the lanes past n: a score of -inf (P = 0) and a dP of 0
-    const auto keep = lane_indices<T>() < B(T(n - full));
-    xsimd::select(keep, B::load_unaligned(s + full), B(-std::numeric_limits<T>::infinity())).store_unaligned(s + full);
-    xsimd::select(keep, B::load_unaligned(dp + full), B(T(0))).store_unaligned(dp + full);
+  const B sc(scale);
+  for (index_t r = 0; r < rows; ++r) { // the lanes past n: a score of -inf (P = 0) and a dP of 0; the maximum
+    T* sr = s + r * lds;
+    T* dr = dp + r * lds;
+    const index_t n = visible(r), nv = round_up(n, W), full = n - n % W;
+    if (full < nv) {
+      const auto keep = lane_indices<T>() < B(T(n - full));
+      xsimd::select(keep, B::load_unaligned(sr + full), B(-std::numeric_limits<T>::infinity())).store_unaligned(sr + full);
+      xsimd::select(keep, B::load_unaligned(dr + full), B(T(0))).store_unaligned(dr + full);
+    }
+    B mx(-std::numeric_limits<T>::infinity());
+    for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(sr + j));
+    red[r] = lanes_max(mx);
   }
-  B mx(-std::numeric_limits<T>::infinity());
-  for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
-  const B m(lanes_max(mx));
-  B sum(T(0));
-  for (index_t j = 0; j < nv; j += W) {
-    const B p = ops::exp::simd(B::load_unaligned(s + j) - m);
-    sum += p;
-    p.store_unaligned(s + j);
+  for (index_t r = 0; r < rows; ++r) { // P unnormalised, and its sum
+    T* sr = s + r * lds;
+    const index_t nv = round_up(visible(r), W);
+    const B m(red[r]);
+    B sum(T(0));
+    for (index_t j = 0; j < nv; j += W) {
+      const B p = ops::exp::simd(B::load_unaligned(sr + j) - m);
+      sum += p;
+      p.store_unaligned(sr + j);
+    }
+    red[rows + r] = xsimd::hadd(sum);
   }
-  const B inv(T(1) / xsimd::hadd(sum));
-  B dsum(T(0));
-  for (index_t j = 0; j < nv; j += W) {
-    const B p = B::load_unaligned(s + j) * inv;
-    p.store_unaligned(s + j);
-    dsum = xsimd::fma(p, B::load_unaligned(dp + j), dsum);
+  for (index_t r = 0; r < rows; ++r) { // P, and δ
+    T* sr = s + r * lds;
+    const T* dr = dp + r * lds;
+    const index_t nv = round_up(visible(r), W);
+    const B inv(T(1) / red[rows + r]);
+    B dsum(T(0));
+    for (index_t j = 0; j < nv; j += W) {
+      const B p = B::load_unaligned(sr + j) * inv;
+      p.store_unaligned(sr + j);
+      dsum = xsimd::fma(p, B::load_unaligned(dr + j), dsum);
+    }
+    red[r] = xsimd::hadd(dsum);
   }
-  const B delta(xsimd::hadd(dsum)), sc(scale);
-  for (index_t j = 0; j < nv; j += W)
-    (B::load_unaligned(s + j) * (B::load_unaligned(dp + j) - delta) * sc).store_unaligned(dp + j);
-  for (index_t j = nv; j < end; j += W) B(T(0)).store_unaligned(s + j), B(T(0)).store_unaligned(dp + j);
+  for (index_t r = 0; r < rows; ++r) { // dS
+    T* sr = s + r * lds;
+    T* dr = dp + r * lds;
+    const index_t nv = round_up(visible(r), W);
+    const B delta(red[r]);
+    for (index_t j = 0; j < nv; j += W) (B::load_unaligned(sr + j) * (B::load_unaligned(dr + j) - delta) * sc).store_unaligned(dr + j);
+    for (index_t j = nv; j < end; j += W) B(T(0)).store_unaligned(sr + j), B(T(0)).store_unaligned(dr + j);
+  }
 }
 
 // Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in contiguous
@@ -382,6 +407,7 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
     T* gs = g_here ? nullptr : ws.a2.get(Br * D);
     T* s = ws.s.get(Br * lds);
     T* dp = ws.dp.get(Br * lds);
+    T* red = ws.stats.get(2 * Br);
     // where dq (the block's rows), dk and dv go, rows ldc apart
     T *dq, *dk, *dv;
     index_t ldc;
@@ -416,7 +442,7 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
           tiles[rows - 1](ga + r0 * ldg, ldg, vt + p * D, NR, D, dp + r0 * lds + p, lds, false);
         }
       }
-      for (index_t r = 0; r < br; ++r) softmax_backward_row(s + r * lds, dp + r * lds, n.visible(i0 + r), round_up(kend, W), scale);
+      softmax_backward_rows(s, dp, lds, br, [&](index_t r) { return n.visible(i0 + r); }, round_up(kend, W), scale, red);
       T* dq_block = out_here ? dq + i0 * ldc : dq;
       for (index_t r0 = 0; r0 < br; r0 += MR) {
         const index_t rows = std::min(MR, br - r0);
