@@ -2,7 +2,7 @@
 // attention(q, k, v) on the CPU without the Sq x Sk score matrix: flash-style tiling with an online
 // softmax (Dao et al., FlashAttention; Milakov & Gimelshein, online normaliser). Per batch element and
 // block of Br query rows, the keys are visited in blocks of Bc:
-//   S = Q_blk K_blkᵀ (Q pre-scaled), m' = max(m, rowmax S), P = exp(S - m'),
+//   S = Q_blk K_blkᵀ (Kᵀ packed pre-scaled), m' = max(m, rowmax S), P = exp(S - m'),
 //   l = l·exp(m - m') + rowsum P,  O = O·exp(m - m') + P V_blk,  and at the end O / l.
 // Only a Br x Bc block of scores lives at a time (in L1); Kᵀ and V of the current batch element are
 // packed once per thread (padded to whole register panels, cast to the compute type), and all scratch
@@ -144,43 +144,56 @@ batch<T> lane_indices() {
   return batch<T>::load_aligned(a);
 }
 
-// One row of the score block: mask the keys this query does not see, shift by the new running maximum
-// and exponentiate in place; returns the row's factor exp(m_old - m_new) and updates m and l.
-// `n`: keys of the block this row sees (may be <= 0), `kc`: keys the P·V product reads. The row has
-// room for whole vectors up to round_up(kc, W): the masked lanes and the tail are written by vectors.
-template <class T>
-T online_softmax_row(T* s, index_t n, index_t kc, T& m, T& l) {
+// Rows r in [0, rows) of the score block (row stride lds): mask the keys each query does not see, shift
+// by the row's new running maximum and exponentiate in place; alpha[r] gets the row's factor
+// exp(m_old - m_new), and m[r] and l[r] are updated. `seen(r)`: keys of the block row r sees (may be <= 0),
+// `kc`: keys the P·V product reads. Each row has room for whole vectors up to round_up(kc, W): the masked
+// lanes and the tail are written by vectors. Stage by stage over the rows (maxima, then exponentials and
+// sums): each row's reductions are a chain of dependent steps, and rows side by side overlap.
+template <class T, class Seen>
+void online_softmax_rows(T* s, index_t lds, index_t rows, Seen&& seen, index_t kc, T* m, T* l, T* alpha) {
   using B = batch<T>;
   constexpr index_t W = lanes<T>;
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
   const B zero(T(0));
-  if (n <= 0) {
-    for (index_t j = 0; j < kc; j += W) zero.store_unaligned(s + j);
-    return T(1);
+  T shift[gemm_tile<T>::MR];
+  for (index_t r = 0; r < rows; ++r) {
+    T* sr = s + r * lds;
+    const index_t n = seen(r);
+    if (n <= 0) {
+      for (index_t j = 0; j < kc; j += W) zero.store_unaligned(sr + j);
+      alpha[r] = T(1);
+      continue;
+    }
+    const index_t nv = round_up(n, W), full = n - n % W;
+    if (full < nv) { // the lanes of the last vector past n: -inf, so that exp gives 0
+      const B last = B::load_unaligned(sr + full);
+      xsimd::select(lane_indices<T>() < B(T(n - full)), last, B(neg_inf)).store_unaligned(sr + full);
+    }
+    B mx(neg_inf);
+    for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(sr + j));
+    const T row_max = lanes_max(mx);
+    const T m_new = row_max > m[r] ? row_max : m[r];
+    // While every score seen is -inf, shift by 0: exp(-inf - 0) = 0, not exp(-inf + inf) = NaN.
+    shift[r] = m_new == neg_inf ? T(0) : m_new;
+    alpha[r] = m[r] == neg_inf ? T(0) : T(std::exp(m[r] - shift[r]));
+    m[r] = m_new;
   }
-  const index_t nv = round_up(n, W), full = n - n % W;
-  if (full < nv) { // the lanes of the last vector past n: -inf, so that exp gives 0
-    const B last = B::load_unaligned(s + full);
-    xsimd::select(lane_indices<T>() < B(T(n - full)), last, B(neg_inf)).store_unaligned(s + full);
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t n = seen(r);
+    if (n <= 0) continue;
+    T* sr = s + r * lds;
+    const index_t nv = round_up(n, W);
+    B sum(T(0));
+    const B sh(shift[r]);
+    for (index_t j = 0; j < nv; j += W) {
+      const B p = ops::exp::simd(B::load_unaligned(sr + j) - sh); // the op table's exp (ops/simd_exp.hpp)
+      sum += p;
+      p.store_unaligned(sr + j);
+    }
+    for (index_t j = nv; j < kc; j += W) zero.store_unaligned(sr + j); // keys past this row's last in the block
+    l[r] = l[r] * alpha[r] + xsimd::hadd(sum);
   }
-  B mx(neg_inf);
-  for (index_t j = 0; j < nv; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
-  const T row_max = lanes_max(mx);
-  const T m_new = row_max > m ? row_max : m;
-  // While every score seen is -inf, shift by 0: exp(-inf - 0) = 0, not exp(-inf + inf) = NaN.
-  const T shift = m_new == neg_inf ? T(0) : m_new;
-  const T alpha = m == neg_inf ? T(0) : T(std::exp(m - shift));
-  B sum(T(0));
-  const B sh(shift);
-  for (index_t j = 0; j < nv; j += W) {
-    const B p = ops::exp::simd(B::load_unaligned(s + j) - sh); // the op table's exp (ops/simd_exp.hpp)
-    sum += p;
-    p.store_unaligned(s + j);
-  }
-  for (index_t j = nv; j < kc; j += W) zero.store_unaligned(s + j); // keys past this row's last in the block
-  l = l * alpha + xsimd::hadd(sum);
-  m = m_new;
-  return alpha;
 }
 
 // The tasks of an attention kernel (the forward's, the backward's): on the pool when there is enough
@@ -196,6 +209,29 @@ void run_attention_tasks(index_t tasks, double flops, Task&& task) {
     auto one = [&](int t) { task(t); };
     pool.run(int(tasks), one);
   }
+}
+
+// Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in contiguous
+// rows whose width is whole NR-wide panels (as a right-hand operand, panel p is then the columns
+// [p, p + NR) of the rows where they lie; as a left-hand one, the rows).
+template <class L, class T, index_t Cols>
+inline constexpr bool tile_in_place_v =
+    std::is_same_v<std::remove_const_t<typename L::element_type>, T> && L::strides[L::rank - 1] == 1 && Cols % gemm_tile<T>::NR == 0;
+
+// A right-hand operand of the tiles: the panel of columns [p, p + NR) from row i at at(p, i), rows ld
+// apart; packed by pack_b (panel p at p·rows, rows NR apart) or in place (column p of row i, rows rs apart).
+template <class T>
+struct tile_rhs {
+  const T* base;
+  index_t ld, column_step;
+  const T* at(index_t p, index_t i) const { return base + p * column_step + i * ld; }
+};
+
+// m's rows as a right-hand operand: where they lie, or as pack_b packed them (rows of them) at `packed`.
+template <bool InPlace, class T, class M>
+tile_rhs<T> rhs_at(const M& m, const T* packed, index_t rows) {
+  if constexpr (InPlace) return {m.p, m.rs, 1};
+  else return {packed, gemm_tile<T>::NR, rows};
 }
 
 // The tiled forward pass of N (attention_node, or the backward's stats node, which reads the same q, k
@@ -224,6 +260,7 @@ void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t n
   using LK = typename N::k_type;
   using LV = typename N::v_type;
   constexpr index_t q_rs = LQ::strides[LQ::rank - 2], q_cs = LQ::strides[LQ::rank - 1];
+  constexpr bool q_here = tile_in_place_v<LQ, T, D>, v_here = tile_in_place_v<LV, T, Dv>;
   const LQ& ql = detail::get<0>(n.args);
   const LK& kl = detail::get<1>(n.args);
   const LV& vl = detail::get<2>(n.args);
@@ -248,23 +285,35 @@ void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t n
     T* kt = ws.kt.get(D * ldk);
     T* vp = ws.v.get(Sk * ldv);
     if (ws.call != call || ws.k_at != km.p || ws.v_at != vm.p || ws.keys != keys) {
-      // Kᵀ and V in NR-wide panels, each contiguous, as the GEMM packs B (cpu/gemm_pack.hpp, with
-      // gathers for the transpose): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's panel of
-      // columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the micro-kernel's
-      // B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
+      // s Kᵀ (the scale of the scores) and V in NR-wide panels, each contiguous, as the GEMM packs B
+      // (cpu/gemm_pack.hpp, transposing in registers): Kᵀ's panel of keys [c, c + NR) at kt + c·D, V's
+      // panel of columns [e, e + NR) at vp + e·keys; padding is 0. Contiguous panels keep the
+      // micro-kernel's B stream clear of cache-set conflicts (a row stride of Sk = 512 floats is 2 KiB).
+      // V's rows are read where they lie when they are whole panels of T (tile_in_place_v).
       pack_b<T>(matrix_ref<std::remove_const_t<typename LK::element_type>>{km.p, km.cs, km.rs}, 0, D, 0, keys, kt);
-      pack_b<T>(vm, 0, keys, 0, Dv, vp);
+      for (index_t i = 0; i < D * round_up(keys, NR); ++i) kt[i] *= scale;
+      if constexpr (!v_here) pack_b<T>(vm, 0, keys, 0, Dv, vp);
       ws.call = call, ws.k_at = km.p, ws.v_at = vm.p, ws.keys = keys;
     }
+    const tile_rhs<T> v_rhs = rhs_at<v_here, T>(vm, vp, keys);
     const index_t i0 = t % q_blocks * Br, br = std::min(Br, sq - i0);
-    T* qs = ws.q.get(Br * D);
+    // the block's query rows: where they lie (tile_in_place_v), else copied as T
+    const T* qa;
+    index_t ldq = D;
+    if constexpr (q_here) {
+      qa = qm.p + i0 * q_rs, ldq = q_rs;
+    } else {
+      T* qs = ws.q.get(Br * D);
+      for (index_t r = 0; r < br; ++r)
+        for (index_t d = 0; d < D; ++d)
+          qs[r * D + d] = static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
+      qa = qs;
+    }
     T* s = ws.s.get(Br * lds);
     T* o = ws.o.get(Br * ldo);
     T* m = ws.stats.get(2 * Br);
     T* l = m + Br;
     for (index_t r = 0; r < br; ++r) {
-      for (index_t d = 0; d < D; ++d)
-        qs[r * D + d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[(i0 + r) * q_rs + d * q_cs]));
       for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] = T(0);
       m[r] = neg_inf, l[r] = T(0);
     }
@@ -274,15 +323,17 @@ void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t n
       for (index_t r0 = 0; r0 < br; r0 += MR) {
         const index_t rows = std::min(MR, br - r0);
         const index_t kc = std::clamp<index_t>(n.visible(i0 + r0 + rows - 1, keys, sq) - c0, 0, Bc);
-        for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qs + r0 * D, D, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
-        for (index_t r = r0; r < r0 + rows; ++r) {
-          const bool first = l[r] == T(0); // O is still 0: no rescale needed
-          const T alpha = online_softmax_row<T>(s + r * lds, std::min(kc, n.visible(i0 + r, keys, sq) - c0), kc, m[r], l[r]);
-          if (alpha != T(1) && !first)
-            for (index_t e = 0; e < ldo; ++e) o[r * ldo + e] *= alpha;
-        }
+        for (index_t p = 0; p < kc; p += NR) tiles[rows - 1](qa + r0 * ldq, ldq, kt + (c0 + p) * D, NR, D, s + r0 * lds + p, lds, false);
+        bool first[MR];
+        T alpha[MR];
+        for (index_t r = 0; r < rows; ++r) first[r] = l[r0 + r] == T(0); // O is still 0: no rescale needed
+        online_softmax_rows<T>(s + r0 * lds, lds, rows, [&](index_t r) { return std::min(kc, n.visible(i0 + r0 + r, keys, sq) - c0); }, kc,
+                               m + r0, l + r0, alpha);
+        for (index_t r = 0; r < rows; ++r)
+          if (alpha[r] != T(1) && !first[r])
+            for (index_t e = 0; e < ldo; ++e) o[(r0 + r) * ldo + e] *= alpha[r];
         if (kc > 0)
-          for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, vp + p * keys + c0 * NR, NR, kc, o + r0 * ldo + p, ldo, true);
+          for (index_t p = 0; p < ldv; p += NR) tiles[rows - 1](s + r0 * lds, lds, v_rhs.at(p, c0), v_rhs.ld, kc, o + r0 * ldo + p, ldo, true);
       }
     }
     finish(idx, i0, br, o, ldo, m, l);

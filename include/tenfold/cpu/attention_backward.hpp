@@ -337,31 +337,11 @@ void softmax_backward_rows(T* s, T* dp, index_t lds, index_t rows, Visible&& vis
   }
 }
 
-// Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in contiguous
-// rows whose width is whole NR-wide panels (as a right-hand operand, panel p is then the columns
-// [p, p + NR) of the rows where they lie; as a left-hand one, the rows).
-template <class L, class T, index_t Cols>
-inline constexpr bool tile_in_place_v =
-    std::is_same_v<std::remove_const_t<typename L::element_type>, T> && L::strides[L::rank - 1] == 1 && Cols % gemm_tile<T>::NR == 0;
-
-// A right-hand operand of the tiles: the panel of columns [p, p + NR) from row i at at(p, i), rows ld
-// apart; packed by pack_b (panel p at p·rows, rows NR apart) or in place (column p of row i, rows rs apart).
-template <class T>
-struct tile_rhs {
-  const T* base;
-  index_t ld, column_step;
-  const T* at(index_t p, index_t i) const { return base + p * column_step + i * ld; }
-};
-
-// m's rows as a right-hand operand: in place, or packed into buf (rows x cols).
+// m's rows as a right-hand operand of the tiles: in place, or packed into buf (rows x cols).
 template <bool InPlace, class T, class M>
 tile_rhs<T> rhs_of(const M& m, index_t rows, index_t cols, T* buf) {
-  if constexpr (InPlace) {
-    return {m.p, m.rs, 1};
-  } else {
-    pack_b<T>(m, 0, rows, 0, cols, buf);
-    return {buf, gemm_tile<T>::NR, rows};
-  }
+  if constexpr (!InPlace) pack_b<T>(m, 0, rows, 0, cols, buf);
+  return rhs_at<InPlace, T>(m, buf, rows);
 }
 
 // dq, dk and dv into rows [0, Sq), [Sq, Sq + Sk) and [Sq + Sk, Sq + 2 Sk) of dst, a task per batch element.
