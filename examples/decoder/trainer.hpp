@@ -65,7 +65,9 @@ struct replica {
   // 3.5 MB less memory, the same bits; on AMD Zen 3 no change in speed beyond the noise)
   Tensor<float, shape<N, 3 * width>> qkv;
   Tensor<float, shape<3, B, heads, T, head_dim>> h[layers]; // rotated q and k, and v (rotated_heads)
-  Tensor<float, shape<N, width>> xn; // norm(x2): the MLP's input (one for all blocks)
+  // the norms' outputs, the products' inputs: norm(x) for qkv, norm(x2) for up (the backward's weight
+  // gradients read them, and norm_linear_vjp)
+  Tensor<float, shape<N, width>> xn1[layers], xn2[layers];
   Tensor<float, shape<N, hidden>> act[layers]; // gelu(a), a = xn up: the down projection's weight gradient reads it
   // gelu's slope at a, kept for the backward pass instead of a (its only reader there): stored with
   // gelu(a) by the up product's store (the two epilogues together: one exp for both, while a is in
@@ -86,7 +88,8 @@ struct replica {
     set(x[0], embedding(p.embed, ids));
     for (index_t l = 0; l < layers; ++l) {
       const auto& b = p.blocks[l];
-      set(qkv, attention_in(x[l], b.ln1, b.qkv));
+      set(xn1[l], norm(x[l], b.ln1)); // (attention_in, its norm kept)
+      set(qkv, matmul(xn1[l], b.qkv));
       { // rotated_heads, part by part
         auto h0 = head_part<0, B, T>(h[l]);
         auto h1 = head_part<1, B, T>(h[l]);
@@ -98,10 +101,10 @@ struct replica {
       set(y[l], attend<B, T>(h[l]));
       set(x2[l], residual(x[l], y[l], b.proj));
       // mlp_in and mlp_out's activation, kept: gelu(norm(x2) up)
-      set(xn, norm(x2[l], b.ln2));
+      set(xn2[l], norm(x2[l], b.ln2));
       if constexpr (Training)
-        eval(together(assign(act[l], gelu_tanh(matmul(xn, b.up))), assign(slope[l], ops::call<ops::gelu_tanh_slope>(matmul(xn, b.up)))));
-      else set(act[l], gelu_tanh(matmul(xn, b.up)));
+        eval(together(assign(act[l], gelu_tanh(matmul(xn2[l], b.up))), assign(slope[l], ops::call<ops::gelu_tanh_slope>(matmul(xn2[l], b.up)))));
+      else set(act[l], gelu_tanh(matmul(xn2[l], b.up)));
       set(x[l + 1], residual(x2[l], act[l], b.down));
     }
   }
@@ -128,7 +131,7 @@ struct replica {
       // pass; down's gradient gelu(a)ᵀ gx from the kept activation
       set(ga, matmul(gx, transpose(b.down)) * slope[l]), set(gb.down, matmul(transpose(act[l]), gx));
       // a = norm(x2) up
-      auto [e_x2, e_ln2, e_up] = vjp(mlp_in, ga, x2[l], b.ln2, b.up);
+      auto [e_x2, e_ln2, e_up] = norm_linear_vjp(x2[l], b.ln2, b.up, xn2[l], ga);
       run_shared(statements(assign(gx2, gx + e_x2), assign(gb.ln2, e_ln2), assign(gb.up, e_up)));
       // x2 = x + y proj
       auto [f_x, f_y, f_proj] = vjp(residual, gx2, x[l], y[l], b.proj);
@@ -157,7 +160,7 @@ struct replica {
         run_shared(statements(assign(g0, r_q), assign(g1, r_k), assign(g2, d_v)));
       }
       // qkv = norm(x) wqkv
-      auto [i_x, i_ln1, i_qkv] = vjp(attention_in, gqkv, x[l], b.ln1, b.qkv);
+      auto [i_x, i_ln1, i_qkv] = norm_linear_vjp(x[l], b.ln1, b.qkv, xn1[l], gqkv);
       run_shared(statements(assign(gx, f_x + i_x), assign(gb.ln1, i_ln1), assign(gb.qkv, i_qkv)));
     }
     // the lookups' share of the embedding's gradient: a scatter-add of each position's gradient into its
