@@ -443,16 +443,18 @@ void run_attention_grad_all(const Dst& dst, const N& n) {
           for (index_t r = 0; r < br; ++r) pt[j * Br + r] = s[r * lds + j], dst_t[j * Br + r] = dp[r * lds + j];
         at = dst_t, pa = pt, ldt = Br;
       }
+      index_t q_lo = 0; // the block's first query row that sees key j0 (those before it add nothing: P = dS = 0)
       for (index_t j0 = 0; j0 < kend; j0 += MR) {
         const index_t rows = std::min(MR, kend - j0);
+        while (n.visible(i0 + q_lo) <= j0) ++q_lo; // (a row sees j0 < kend: the block's last)
         if (j0 < seen && j0 + rows > seen) zero_rows(seen, j0 + rows);
         const bool add = j0 < seen;
-        const T* a_ds = in_place ? at + j0 : at + j0 * Br;
-        const T* a_p = in_place ? pa + j0 : pa + j0 * Br;
+        const T* a_ds = in_place ? at + q_lo * ldt + j0 : at + j0 * Br + q_lo;
+        const T* a_p = in_place ? pa + q_lo * ldt + j0 : pa + j0 * Br + q_lo;
         const auto& tl = in_place ? tiles_t : tiles;
         for (index_t p = 0; p < ldd; p += NR) {
-          tl[rows - 1](a_ds, ldt, q_rhs.at(p, i0), q_rhs.ld, br, dk + j0 * ldc + p, ldc, add);
-          tl[rows - 1](a_p, ldt, g_rhs.at(p, i0), g_rhs.ld, br, dv + j0 * ldc + p, ldc, add);
+          tl[rows - 1](a_ds, ldt, q_rhs.at(p, i0 + q_lo), q_rhs.ld, br - q_lo, dk + j0 * ldc + p, ldc, add);
+          tl[rows - 1](a_p, ldt, g_rhs.at(p, i0 + q_lo), g_rhs.ld, br - q_lo, dv + j0 * ldc + p, ldc, add);
         }
       }
       seen = std::max(seen, kend);
