@@ -90,6 +90,19 @@ constexpr bool periodic_leaf() {
          suffix_periodic<N::rank>(N::strides, S::dims, K, index_t(sizeof(typename N::element_type)));
 }
 
+// take along an axis before the source's last, of a tensor (an embedding's lookup): a run along the
+// last axis is part of one row of the source, found from the run's index once, then read as a leaf row
+// (element by element through `at`, the index was looked up and the offset recomputed for every element:
+// the decoder's [384, 128] lookup took 99 us).
+template <class N>
+constexpr bool take_rows() {
+  if constexpr (!detail::is_take_node_v<N>) return false;
+  else {
+    using Src = std::remove_cvref_t<decltype(detail::get<0>(N::args))>;
+    return !N::along && detail::is_leaf_v<Src> && N::axis < Src::rank - 1;
+  }
+}
+
 template <class N>
 constexpr bool flat_from(int k) {
   using enum plan::nest_node;
@@ -104,6 +117,7 @@ constexpr bool flat_from(int k) {
   else if constexpr (kind == reduction) return k >= N::rank - 1 || !window_row_ok<N, typename N::input_t>(); // pooling: one row at a time
   else if constexpr (kind == block) return k >= N::rank - 1; // a GEMM block's rows are its own
   else if constexpr (kind == pad) return k >= N::rank - 1 || !bare_pad_rows<N>(); // a padded row at a time where it can
+  else if constexpr (kind == take) return k >= N::rank - 1 || !take_rows<N>();      // a source row at a time where it can
   else return true; // scalar, generator, view, pad, concat, take, by_index: the same everywhere, or read by index
 }
 
@@ -407,6 +421,16 @@ TENFOLD_INLINE auto make_row(const N& n, const index_t* idx) {
     return make_padded_row<L>(n, idx);
   } else if constexpr (K == N::rank - 1 && bare_pad_rows<N>()) {
     return make_bare_pad_row<L>(n, idx);
+  } else if constexpr (K == N::rank - 1 && take_rows<N>()) {
+    // the source's index: the output's, with the indices' value in place of their axes (checked in range
+    // before the nest ran: check_indices)
+    using Src = std::remove_cvref_t<decltype(detail::get<0>(n.args))>;
+    constexpr int a = N::axis, r = N::index_shape::rank;
+    const Src& src = detail::get<0>(n.args);
+    index_t off = Src::offset + static_cast<index_t>(detail::get<1>(n.args).at(idx + a)) * Src::strides[a];
+    for (int i = 0; i < a; ++i) off += idx[i] * Src::strides[i];
+    for (int i = a + 1; i + 1 < Src::rank; ++i) off += idx[i + r - 1] * Src::strides[i];
+    return leaf_row<typename Src::element_type, L, run_stride<Src, Src::rank - 1>()>{src.data() + off};
   } else if constexpr (reshaped_leaf<N>()) {
     return make_reshaped_leaf_row<K, L>(n, idx);
   } else {
