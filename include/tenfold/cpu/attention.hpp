@@ -211,12 +211,16 @@ void run_attention_tasks(index_t tasks, double flops, Task&& task) {
   }
 }
 
-// Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in contiguous
-// rows whose width is whole NR-wide panels (as a right-hand operand, panel p is then the columns
-// [p, p + NR) of the rows where they lie; as a left-hand one, the rows).
+// Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in dense
+// rows (each row right after the one before: a head of [B, heads, S, D], as measured) whose width is
+// whole NR-wide panels (as a right-hand operand, panel p is then the columns [p, p + NR) of the rows
+// where they lie; as a left-hand one, the rows). Rows further apart (heads viewed inside [B, S, width])
+// are copied as before: read in place they were not faster in MiniLM (bench/RESULTS.md, fifty-fourth
+// session).
 template <class L, class T, index_t Cols>
-inline constexpr bool tile_in_place_v =
-    std::is_same_v<std::remove_const_t<typename L::element_type>, T> && L::strides[L::rank - 1] == 1 && Cols % gemm_tile<T>::NR == 0;
+inline constexpr bool tile_in_place_v = std::is_same_v<std::remove_const_t<typename L::element_type>, T> &&
+                                        L::strides[L::rank - 1] == 1 && L::strides[L::rank - 2] == Cols &&
+                                        Cols % gemm_tile<T>::NR == 0;
 
 // A right-hand operand of the tiles: the panel of columns [p, p + NR) from row i at at(p, i), rows ld
 // apart; packed by pack_b (panel p at p·rows, rows NR apart) or in place (column p of row i, rows rs apart).
