@@ -13,7 +13,9 @@
 //   tenfold_tune --write-attention FILE    # ... and the attention's entry (tuned/attention_cpu.hpp)
 //   tenfold_tune --write-conv FILE         # ... and the convolutions' entry (tuned/conv_cpu.hpp)
 //   tenfold_tune --write-softmax FILE      # ... and softmax's entry (tuned/softmax_cpu.hpp)
-//   tenfold_tune --quick              # one shape per class, one round: a smoke run (CI)
+//   tenfold_tune --quick              # one shape per class, one round, one run: a smoke run (CI)
+//   tenfold_tune --runs N             # every search N times (default 3): an entry leaves the defaults
+//                                     #     where most runs took it; thresholds are the runs' median
 //   tenfold_tune --no-gemm            # the other searches alone (not with --write)
 //
 // For each shape class, a coordinate descent from the defaults: each parameter in turn is swept with the
@@ -36,6 +38,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -214,6 +217,22 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
       try_config(cfg);
     }
   }
+  // The winner's fields that do not pay go back to the defaults' values, one at a time: a field is reset
+  // where the winner with it reset scores within prune_tolerance of the winner. A search's winner carries
+  // whatever its descent passed through (on Zen 5 three searches agreed on kc_in_place 64 for few rows and
+  // on nothing else: bench/RESULTS.md); pruned, the entry names what pays and runs agree on it.
+  if (!quick) {
+    constexpr double prune_tolerance = 1.02;
+    auto prune = [&](auto&& field) {
+      gemm_config cfg = best, defaults{};
+      if (field(cfg) == field(defaults)) return;
+      field(cfg) = field(defaults);
+      const double sc = score(cfg);
+      if (sc <= best_score * prune_tolerance) best = cfg, best_score = std::min(sc, best_score);
+    };
+    for (parameter& p : parameters(cls, quick)) prune(p.field);
+    prune([](gemm_config& g) -> gemm_split_axis& { return g.split; });
+  }
   // The winner against the defaults once more, alternated (tune::confirm_winner).
   if (!(best == gemm_config{})) {
     const tune::confirmation c = tune::confirm_winner(
@@ -356,27 +375,86 @@ void report(const char* what, const tune::search_result<Config>& r, clock_type::
 }
 // This machine's one entry of a search's table, with what was measured as its comment.
 template <class Config>
-void write_entry(const std::string& path, const machine_key& m, const std::string& measured_on, const tune::search_result<Config>& r,
-                 const table_format& f, const char* what) {
-  std::ostringstream l, note;
-  note << std::fixed;
-  note.precision(3);
-  if (r.taken()) note << r.speedup << "x the defaults (worst shape " << r.worst << "x)";
-  else if (r.off_defaults()) note << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
-  else note << "the defaults are the fastest";
-  l << "    {" << machine_text(m) << ", " << describe(r.best) << "}, // " << measured_on << ": " << note.str();
+void write_entry(const std::string& path, const machine_key& m, const std::string& measured_on, const Config& best,
+                 const std::string& note, const table_format& f, const char* what) {
+  std::ostringstream l;
+  l << "    {" << machine_text(m) << ", " << describe(best) << "}, // " << measured_on << ": " << note;
   write_table(path, m, {l.str()}, f);
   std::printf("wrote %s (1 %s entry for this machine)\n", path.c_str(), what);
+}
+
+// One search's verdict as a table's comment says it.
+template <class R>
+std::string verdict_note(const R& r) {
+  std::ostringstream o;
+  o << std::fixed;
+  o.precision(3);
+  if (!(r.best == decltype(r.best){})) o << r.speedup << "x the defaults";
+  else if (!(r.found == decltype(r.found){}))
+    o << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
+  else o << "the defaults are the fastest";
+  return o.str();
+}
+
+// Several runs of every search (--runs): an entry leaves the defaults only where more than half of the
+// runs took the same configuration, and a threshold is the runs' median. On a shared guest one search's
+// winner is often its minute's noise (bench/RESULTS.md: on Zen 5, six searches took three different
+// large-class entries and a few-rows one that no later search found); what most runs agree on is what
+// a table can reproduce. One run: that run's verdict, as before.
+template <class Config>
+struct agreed {
+  Config best{};
+  std::string note;
+};
+template <class R>
+auto agree(const std::vector<R>& runs) {
+  using Config = decltype(runs[0].best);
+  agreed<Config> a;
+  if (runs.size() == 1) return agreed<Config>{runs[0].best, verdict_note(runs[0])};
+  const Config defaults{};
+  std::size_t votes = 0, took = 0;
+  for (const R& r : runs) {
+    if (r.best == defaults) continue;
+    ++took;
+    const auto n = std::size_t(std::count_if(runs.begin(), runs.end(), [&](const R& s) { return s.best == r.best; }));
+    if (2 * n > runs.size() && n > votes) votes = n, a.best = r.best;
+  }
+  std::ostringstream o;
+  o << std::fixed;
+  o.precision(3);
+  if (votes) o << "taken by " << votes << " of " << runs.size() << " searches";
+  else if (took) o << "defaults kept: no entry taken by more than half of " << runs.size() << " searches";
+  else o << "defaults kept by " << runs.size() << " of " << runs.size() << " searches";
+  o << " (each search's best over the defaults: ";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    o << (i ? ", " : "");
+    if (!(runs[i].best == defaults) && !(runs[i].best == a.best)) o << describe(runs[i].best) << " ";
+    o << runs[i].speedup << "x" << (runs[i].best == defaults ? "" : " taken");
+  }
+  o << ")";
+  a.note = o.str();
+  return a;
+}
+
+// The median of the runs' thresholds, `never` counted as the largest; each run's value into `seen`.
+index_t median_threshold(std::vector<index_t> v, index_t never, std::string& seen, index_t unit, const char* unit_name) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    seen += (i ? ", " : "") + (v[i] == never ? std::string("never") : std::to_string(v[i] / unit) + unit_name);
+  auto key = [&](index_t x) { return x == never ? std::numeric_limits<index_t>::max() : x; };
+  std::sort(v.begin(), v.end(), [&](index_t a, index_t b) { return key(a) < key(b); });
+  return v[v.size() / 2];
 }
 } // namespace
 
 int main(int argc, char** argv) {
   bool quick = false, gemm = true;
+  int runs = 0; // (--runs; 0: 3, one with --quick)
   std::string write_path, write_elementwise_path, write_attention_path, write_conv_path, write_softmax_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--no-gemm") gemm = false;
+    else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (a == "--write" && i + 1 < argc) write_path = argv[++i];
     else if (a == "--write-elementwise" && i + 1 < argc) write_elementwise_path = argv[++i];
     else if (a == "--write-attention" && i + 1 < argc) write_attention_path = argv[++i];
@@ -384,11 +462,16 @@ int main(int argc, char** argv) {
     else if (a == "--write-softmax" && i + 1 < argc) write_softmax_path = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--no-gemm] [--write include/tenfold/tuned/gemm_cpu.hpp] [--write-elementwise "
+                   "usage: %s [--quick] [--no-gemm] [--runs N] [--write include/tenfold/tuned/gemm_cpu.hpp] [--write-elementwise "
                    "include/tenfold/tuned/elementwise_cpu.hpp] [--write-attention include/tenfold/tuned/attention_cpu.hpp] [--write-conv include/tenfold/tuned/conv_cpu.hpp] [--write-softmax include/tenfold/tuned/softmax_cpu.hpp]\n",
                    argv[0]);
       return 2;
     }
+  }
+  if (runs == 0) runs = quick ? 1 : 3;
+  if (runs < 1 || runs > 9) {
+    std::fprintf(stderr, "%s: --runs takes 1 to 9\n", argv[0]);
+    return 2;
   }
   if (!gemm && !write_path.empty()) {
     std::fprintf(stderr, "%s: --write needs the GEMM's search (not --no-gemm)\n", argv[0]);
@@ -406,77 +489,101 @@ int main(int argc, char** argv) {
       throw std::runtime_error(o.str());
     }
     const std::string model = cpu_model();
-    std::printf("tenfold_tune: %s; %.*s, L1d %ld KiB, L2 %ld KiB, %ld cores%s\n", model.c_str(), int(built.isa.size()), built.isa.data(), long(built.l1d_kib),
-                long(built.l2_kib), long(built.cores), quick ? " (quick)" : "");
+    std::printf("tenfold_tune: %s; %.*s, L1d %ld KiB, L2 %ld KiB, %ld cores%s, %d run(s)\n", model.c_str(), int(built.isa.size()), built.isa.data(),
+                long(built.l1d_kib), long(built.l2_kib), long(built.cores), quick ? " (quick)" : "", runs);
     const auto start = clock_type::now();
     char date[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    std::vector<std::string> lines;
-    for (gemm_shape_class cls : {gemm_shape_class::few_rows, gemm_shape_class::small, gemm_shape_class::medium, gemm_shape_class::large}) {
-      if (!gemm) break;
-      const auto t0 = clock_type::now();
-      const class_result r = tune_class(cls, quick, quick ? 0.005 : 0.03);
-      const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-      const bool taken = !(r.best == gemm_config{});
-      const bool searched_off_defaults = !(r.found == gemm_config{});
-      std::printf("%-9s %3d tried, %d rejected, %5.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n",
-                  std::string(cpu::name_of(cls)).c_str(), r.tried, r.rejected, s, describe(r.found).c_str(), r.speedup, r.worst,
-                  taken ? "taken" : searched_off_defaults ? "below the threshold, defaults kept" : "the defaults are the fastest");
-      std::ostringstream note;
-      note << model << ", " << date << ": " << std::fixed;
-      note.precision(3);
-      if (taken) note << r.speedup << "x the defaults";
-      else if (searched_off_defaults)
-        note << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
-      else note << "the defaults are the fastest";
-      lines.push_back(entry_line(built, r, note.str()));
+    constexpr gemm_shape_class classes[] = {gemm_shape_class::few_rows, gemm_shape_class::small, gemm_shape_class::medium, gemm_shape_class::large};
+    std::vector<std::vector<class_result>> gemm_runs(std::size(classes));
+    std::vector<tune::elementwise_result> ew_runs;
+    std::vector<tune::rows_result> rows_runs;
+    std::vector<tune::softmax_result> sm_runs;
+    std::vector<tune::attention_result> at_runs;
+    std::vector<tune::conv_result> cv_runs;
+    for (int run = 1; run <= runs; ++run) {
+      if (runs > 1) std::printf("run %d of %d\n", run, runs);
+      for (std::size_t c = 0; gemm && c < std::size(classes); ++c) {
+        const auto t0 = clock_type::now();
+        const class_result r = tune_class(classes[c], quick, quick ? 0.005 : 0.03);
+        const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+        std::printf("%-9s %3d tried, %d rejected, %5.1f s: best %s, %.3fx the defaults (worst shape %.3fx): %s\n",
+                    std::string(cpu::name_of(classes[c])).c_str(), r.tried, r.rejected, s, describe(r.found).c_str(), r.speedup, r.worst,
+                    !(r.best == gemm_config{})    ? "taken"
+                    : !(r.found == gemm_config{}) ? "below the threshold, defaults kept"
+                                                  : "the defaults are the fastest");
+        gemm_runs[c].push_back(r);
+      }
+      ew_runs.push_back(tune::tune_elementwise(quick));
+      const auto t_rows = clock_type::now();
+      rows_runs.push_back(tune::tune_rows(quick, quick ? 0.002 : 0.02));
+      report("rows tee", rows_runs.back().tee, t_rows);
+      report("rows tail", rows_runs.back().tail, t_rows);
+      sm_runs.push_back(tune::tune_softmax(quick, quick ? 0.002 : 0.02));
+      const auto t_at = clock_type::now();
+      at_runs.push_back(tune::tune_attention(quick, quick ? 0.005 : 0.03));
+      report("attention", at_runs.back(), t_at);
+      const auto t_cv = clock_type::now();
+      cv_runs.push_back(tune::tune_conv(quick, quick ? 0.005 : 0.03));
+      report("conv", cv_runs.back(), t_cv);
     }
-    const tune::elementwise_result ew = tune::tune_elementwise(quick);
-    const auto t_rows = clock_type::now();
-    const tune::rows_result rows = tune::tune_rows(quick, quick ? 0.002 : 0.02);
-    report("rows tee", rows.tee, t_rows);
-    report("rows tail", rows.tail, t_rows);
-    const tune::softmax_result sm = tune::tune_softmax(quick, quick ? 0.002 : 0.02);
-    const auto t_at = clock_type::now();
-    const tune::attention_result at = tune::tune_attention(quick, quick ? 0.005 : 0.03);
-    report("attention", at, t_at);
-    const auto t_cv = clock_type::now();
-    const tune::conv_result cv = tune::tune_conv(quick, quick ? 0.005 : 0.03);
-    report("conv", cv, t_cv);
     std::printf("search: %.0f s\n", std::chrono::duration<double>(clock_type::now() - start).count());
+
+    // What the runs agree on.
+    const std::string measured_on = model + ", " + date;
+    std::vector<std::string> lines;
+    for (std::size_t c = 0; gemm && c < std::size(classes); ++c) {
+      const auto a = agree(gemm_runs[c]);
+      class_result r{classes[c], a.best, a.best};
+      lines.push_back(entry_line(built, r, measured_on + ": " + a.note));
+      if (runs > 1) std::printf("%-9s %s: %s\n", std::string(cpu::name_of(classes[c])).c_str(), describe(a.best).c_str(), a.note.c_str());
+    }
+    std::vector<tune::search_result<cpu::row_prefetch_config>> tees, tails;
+    for (const auto& r : rows_runs) tees.push_back(r.tee), tails.push_back(r.tail);
+    const auto tee_a = agree(tees), tail_a = agree(tails);
+    const auto at_a = agree(at_runs);
+    const auto cv_a = agree(cv_runs);
+    std::string streaming_seen, pipeline_seen, online_seen;
+    std::vector<index_t> streaming, pipeline, online;
+    for (const auto& r : ew_runs) streaming.push_back(r.best.streaming_bytes);
+    for (const auto& r : rows_runs) pipeline.push_back(r.tee_pipeline_from_bytes);
+    for (const auto& r : sm_runs) online.push_back(r.best.online_from_bytes);
+    const index_t streaming_bytes = median_threshold(streaming, -1, streaming_seen, index_t(1) << 20, " MiB");
+    const index_t pipeline_from = median_threshold(pipeline, cpu::elementwise_config{}.tee_pipeline_from_bytes, pipeline_seen, 1, " bytes");
+    const index_t online_from = median_threshold(online, 0, online_seen, index_t(sizeof(float)), " floats");
+    auto runs_note = [&](const char* what, const std::string& seen) { return std::string(what) + " (the median of " + std::to_string(runs) + " searches: " + seen + ")"; };
+    if (runs > 1) {
+      std::printf("rows tee  %s: %s\nrows tail %s: %s\nattention %s: %s\nconv      %s: %s\n", describe(tee_a.best).c_str(), tee_a.note.c_str(),
+                  describe(tail_a.best).c_str(), tail_a.note.c_str(), describe(at_a.best).c_str(), at_a.note.c_str(), describe(cv_a.best).c_str(),
+                  cv_a.note.c_str());
+      std::printf("%s\n%s\n%s\n", runs_note("streaming stores", streaming_seen).c_str(), runs_note("softmax rows pipelined", pipeline_seen).c_str(),
+                  runs_note("softmax online", online_seen).c_str());
+    }
     if (!write_path.empty()) {
       write_table(write_path, built, lines, gemm_table);
       std::printf("wrote %s (%zu entries for this machine)\n", write_path.c_str(), lines.size());
     }
     if (!write_elementwise_path.empty()) {
       std::ostringstream l;
-      auto note = [](const char* kind, const tune::search_result<cpu::row_prefetch_config>& r) {
-        std::ostringstream o;
-        o << std::fixed;
-        o.precision(3);
-        o << kind << " prefetch ";
-        if (r.taken()) o << r.speedup << "x the defaults (worst shape " << r.worst << "x)";
-        else if (r.off_defaults()) o << "defaults kept (best found " << describe(r.found) << ": " << r.speedup << "x, worst shape " << r.worst << "x)";
-        else o << "the defaults are the fastest";
-        return o.str();
-      };
-      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << ew.best.streaming_bytes
-        << ", .tee_pipeline_from_bytes = " << rows.tee_pipeline_from_bytes << ", .tee = " << describe(rows.tee.best)
-        << ", .tail = " << describe(rows.tail.best) << "}}, // " << model << ", " << date << ": " << ew.summary << "; "
-        << note("tee", rows.tee) << "; " << note("tail", rows.tail) << "; " << rows.pipeline_summary;
+      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << streaming_bytes << ", .tee_pipeline_from_bytes = " << pipeline_from
+        << ", .tee = " << describe(tee_a.best) << ", .tail = " << describe(tail_a.best) << "}}, // " << measured_on << ": ";
+      if (runs == 1) l << ew_runs[0].summary << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; " << rows_runs[0].pipeline_summary;
+      else
+        l << runs_note("streaming stores", streaming_seen) << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; "
+          << runs_note("softmax rows pipelined", pipeline_seen);
       write_table(write_elementwise_path, built, {l.str()}, elementwise_table);
       std::printf("wrote %s (1 entry for this machine)\n", write_elementwise_path.c_str());
     }
     if (!write_softmax_path.empty()) {
       std::ostringstream l;
-      l << "    {" << machine_text(built) << ", {.online_from_bytes = " << sm.best.online_from_bytes << "}}, // "
-        << model << ", " << date << ": " << sm.summary;
+      l << "    {" << machine_text(built) << ", {.online_from_bytes = " << online_from << "}}, // " << measured_on << ": "
+        << (runs == 1 ? sm_runs[0].summary : runs_note("online form from", online_seen));
       write_table(write_softmax_path, built, {l.str()}, softmax_table);
       std::printf("wrote %s (1 softmax entry for this machine)\n", write_softmax_path.c_str());
     }
-    if (!write_attention_path.empty()) write_entry(write_attention_path, built, model + ", " + date, at, attention_table, "attention");
-    if (!write_conv_path.empty()) write_entry(write_conv_path, built, model + ", " + date, cv, conv_table, "conv");
+    if (!write_attention_path.empty()) write_entry(write_attention_path, built, measured_on, at_a.best, at_a.note, attention_table, "attention");
+    if (!write_conv_path.empty()) write_entry(write_conv_path, built, measured_on, cv_a.best, cv_a.note, conv_table, "conv");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tenfold_tune: %s\n", e.what());
     return 1;

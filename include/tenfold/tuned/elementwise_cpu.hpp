@@ -9,10 +9,11 @@
 
 namespace tenfold::tuned {
 using cpu::elementwise_config, cpu::elementwise_tuned_entry;
-inline constexpr std::array<elementwise_tuned_entry, 2> elementwise_cpu{{
+inline constexpr std::array<elementwise_tuned_entry, 3> elementwise_cpu{{
     // entries:begin
     {{"avx512", 48, 2048, 2}, {.streaming_bytes = 33554432, .tee_pipeline_from_bytes = 131072, .tee = {.ahead = 1, .l1_bytes = 16384, .dst = false}, .tail = {.ahead = 1, .l1_bytes = 16384, .dst = false}}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 1.27, 4 MiB: 1.05, 8 MiB: 1.00, 16 MiB: 0.99, 32 MiB: 1.15, 64 MiB: 1.44 -> from 32 MiB; tee prefetch defaults kept (best found {.ahead = 1, .l1_bytes = 4096, .dst = true}: 1.028x, worst shape 1.019x); tail prefetch defaults kept (best found {.ahead = 2, .l1_bytes = 131072, .dst = false}: 0.987x, worst shape 0.966x); softmax rows pipelined: plain / pipelined seconds by row length 256: 0.82, 1024: 0.95, 4096: 0.95, 32768: 1.07 -> from 131072 bytes
     {{"avx2", 48, 2048, 2}, {.streaming_bytes = 67108864, .tee_pipeline_from_bytes = 1099511627776, .tee = {.ahead = 1, .l1_bytes = 16384, .dst = false}, .tail = {.ahead = 1, .l1_bytes = 16384, .dst = false}}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: ordinary / streaming stores 2 MiB: 0.99, 4 MiB: 0.97, 8 MiB: 1.00, 16 MiB: 1.00, 32 MiB: 1.05, 64 MiB: 1.01 -> from 64 MiB; tee prefetch defaults kept (best found {.ahead = 2, .l1_bytes = 131072, .dst = true}: 1.018x, worst shape 0.991x); tail prefetch defaults kept (best found {.ahead = 1, .l1_bytes = 131072, .dst = false}: 1.006x, worst shape 1.001x); softmax rows pipelined: plain / pipelined seconds by row length 256: 0.88, 1024: 0.95, 4096: 0.96, 32768: 1.00 -> never
+    {{"avx512", 48, 1024, 2}, {.streaming_bytes = 16777216, .tee_pipeline_from_bytes = 1099511627776, .tee = {.ahead = 1, .l1_bytes = 16384, .dst = false}, .tail = {.ahead = 1, .l1_bytes = 16384, .dst = false}}}, // AMD EPYC (family 26 model 2), 2026-12-06: streaming stores (the median of 3 searches: 16 MiB, 16 MiB, 8 MiB); tee prefetch defaults kept by 3 of 3 searches (each search's best over the defaults: 1.020x, 1.006x, 0.995x); tail prefetch defaults kept by 3 of 3 searches (each search's best over the defaults: 0.972x, 0.991x, 1.000x); softmax rows pipelined (the median of 3 searches: never, never, never)
     // entries:end
 }};
 } // namespace tenfold::tuned
