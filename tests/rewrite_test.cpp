@@ -242,14 +242,14 @@ TEST_CASE("softmax computing exp once per element gives the two-pass evaluation'
   }
 }
 
-// An output beyond cpu::streaming_bytes runs whole rows per thread with E in a stack row and each row's
+// An output beyond cpu::rows_streaming_bytes runs whole rows per thread with E in a stack row and each row's
 // stores interleaved with the next row's exp sweep (cpu/row_tee.hpp). Rows of 3001 (not a multiple of
 // the vector width: the scalar tail is finished position by position too) must give the bits of the
 // same rows evaluated as a small tensor, for any split over threads. (The threshold is the machine's,
 // tuned/elementwise_cpu.hpp: 8 MiB by default, at most 64 MiB, so as many rows as just pass it.)
 TEST_CASE("softmax of a streamed output: pipelined rows give the single-row bits", "[rewrite][determinism]") {
-  constexpr index_t cols = 3001, rows = cpu::streaming_bytes / (cols * index_t(sizeof(float))) + 1;
-  static_assert(rows * cols * index_t(sizeof(float)) >= cpu::streaming_bytes);
+  constexpr index_t cols = 3001, rows = cpu::rows_streaming_bytes / (cols * index_t(sizeof(float))) + 1;
+  static_assert(rows * cols * index_t(sizeof(float)) >= cpu::rows_streaming_bytes);
   using S = shape<rows, cols>;
   rng g(34);
   Tensor<float, S> v = normal<S>(g, 0.0f, 20.0f);
@@ -409,6 +409,8 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
     INFO(e.machine.isa << " " << e.machine.l1d_kib << " KiB L1d, " << e.machine.l2_kib << " KiB L2, " << e.machine.cores
                        << " cores");
     CHECK((e.config.streaming_bytes >= (index_t(2) << 20) && e.config.streaming_bytes <= (index_t(64) << 20)));
+    CHECK((e.config.rows_streaming_bytes == 0 || // (0: as streaming_bytes; else as tools/tune/rows_streaming.hpp measures)
+           (e.config.rows_streaming_bytes >= (index_t(4) << 20) && e.config.rows_streaming_bytes <= (index_t(64) << 20))));
     CHECK(e.machine.cores >= 1);
     int same_key = 0;
     for (const auto& f : tuned::elementwise_cpu) same_key += f.machine == e.machine;
@@ -423,6 +425,9 @@ TEST_CASE("the elementwise evaluator's tuned table", "[rewrite][tune]") {
            (e.config.tee_pipeline_from_bytes >= (index_t(1) << 10) && e.config.tee_pipeline_from_bytes <= (index_t(128) << 10))));
   }
   STATIC_REQUIRE(cpu::streaming_bytes == cpu::elementwise_config_for().streaming_bytes);
+  STATIC_REQUIRE(cpu::rows_streaming_bytes == cpu::elementwise_config_for().rows_streaming());
+  STATIC_REQUIRE(cpu::elementwise_config{.streaming_bytes = 3}.rows_streaming() == 3); // (unset: the flat threshold)
+  STATIC_REQUIRE(cpu::elementwise_config{.streaming_bytes = 3, .rows_streaming_bytes = 5}.rows_streaming() == 5);
   if (build_machine.cores == 0) // a build that does not say its machine gets the default
     CHECK(cpu::streaming_bytes == cpu::elementwise_config{}.streaming_bytes);
 }

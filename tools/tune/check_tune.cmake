@@ -1,9 +1,8 @@
 cmake_policy(VERSION 3.25)
 # tools:tune_quick: tenfold_tune --quick --write, --write-elementwise, --write-attention, --write-conv and
-# --write-softmax
-# on copies of the tuned tables; the GEMM's copy must then hold exactly four entries for this build's
-# machine (one per shape class), the others exactly one, and each every entry it held before for other
-# machines.
+# --write-softmax on copies of the tuned tables, once with one run of each search and once with two; the
+# GEMM's copy must then hold exactly four entries for this build's machine (one per shape class), the
+# others exactly one, and each every entry it held before for other machines.
 file(MAKE_DIRECTORY ${WORK})
 file(COPY ${TABLE} ${EW_TABLE} ${AT_TABLE} ${CV_TABLE} ${SM_TABLE} DESTINATION ${WORK})
 get_filename_component(name ${TABLE} NAME)
@@ -64,3 +63,26 @@ check_table(${EW_TABLE} ${ew_copy} 1 elementwise_tuned_entry elementwise_cpu)
 check_table(${AT_TABLE} ${at_copy} 1 attention_tuned_entry attention_cpu)
 check_table(${CV_TABLE} ${cv_copy} 1 conv_tuned_entry conv_cpu)
 check_table(${SM_TABLE} ${sm_copy} 1 softmax_tuned_entry softmax_cpu)
+
+# Two runs of each search (--runs 2): the tables again, each entry's comment saying what the two runs
+# did, the thresholds their median.
+execute_process(COMMAND ${TUNE} --quick --runs 2 --write ${copy} --write-elementwise ${ew_copy} --write-attention ${at_copy} --write-conv ${cv_copy}
+                        --write-softmax ${sm_copy} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tenfold_tune --runs 2 failed (${rc})")
+endif()
+foreach(what "run 2 of 2" "streaming stores \\(the median of 2 searches: " "of 2 searches \\(each search's best over the defaults: ")
+  if(NOT out MATCHES "${what}")
+    message(FATAL_ERROR "tenfold_tune --runs 2 did not print \"${what}\"")
+  endif()
+endforeach()
+check_table(${TABLE} ${copy} 4 gemm_tuned_entry gemm_cpu)
+check_table(${EW_TABLE} ${ew_copy} 1 elementwise_tuned_entry elementwise_cpu)
+check_table(${AT_TABLE} ${at_copy} 1 attention_tuned_entry attention_cpu)
+check_table(${CV_TABLE} ${cv_copy} 1 conv_tuned_entry conv_cpu)
+check_table(${SM_TABLE} ${sm_copy} 1 softmax_tuned_entry softmax_cpu)
+file(READ ${copy} text)
+if(NOT text MATCHES "of 2 searches \\(each search's best over the defaults: ")
+  message(FATAL_ERROR "${copy}: the entries' comments do not say what the two runs did")
+endif()

@@ -1,15 +1,17 @@
 #pragma once
 // tools/tune's search of the elementwise evaluator's streaming threshold (cpu/elementwise_config.hpp):
-// the smallest output from which streaming stores are at least `gain` faster than ordinary ones, at that
-// size and every larger one measured (2 to 64 MiB), timed on the flat path's own loop: out = a + b * 0.5
+// the smallest output from which streaming stores are at least `gain` faster than ordinary ones (the
+// median of five alternated pairs), at that size and every larger one measured (2 to 64 MiB), timed on the flat path's own loop: out = a + b * 0.5
 // by vectors over contiguous floats, cut over the pool by cpu::parallel_for, written as the evaluator
 // writes (cpu::store_stream). The choice changes no result, so nothing is checked but the timing.
 // Not searched: the task grain (cpu::parallel_grain). On Intel model 167 the pool beat one thread on
 // this loop only from 131072 floats (1.00x at 65536), but a grain from it would leave the decoder's
 // [768, 128] nests with exp and gelu, which the pool speeds up, on one thread: one element count cannot
 // serve operations of different costs per element (a grain in estimated cycles could).
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "common.hpp"
 
@@ -51,12 +53,20 @@ inline elementwise_result tune_elementwise(bool quick) {
   std::string seen;
   for (index_t bytes = index_t(2) << 20; bytes <= max_bytes; bytes *= 2) {
     const index_t n = bytes / index_t(sizeof(float));
-    const double plain = seconds_per_call([&] { pooled(n, false); }, min_s);
-    const double streamed = seconds_per_call([&] { pooled(n, true); }, min_s);
-    if (plain >= gain * streamed) {
+    // (the median of five alternated pairs: one pair swung from 0.74 to 1.80 at 8 MiB between runs on
+    // Zen 5, and a threshold of 16 MiB taken from such pairs ran layer_norm's 8 MiB rows 1.4-1.9x slower
+    // there: bench/RESULTS.md)
+    std::vector<double> ratios;
+    for (int rep = 0; rep < (quick ? 1 : 5); ++rep) {
+      const double plain = seconds_per_call([&] { pooled(n, false); }, min_s);
+      ratios.push_back(plain / seconds_per_call([&] { pooled(n, true); }, min_s));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double ratio = ratios[ratios.size() / 2];
+    if (ratio >= gain) {
       if (from == 0) from = bytes;
     } else from = 0;
-    std::snprintf(line, sizeof line, "%s%ld MiB: %.2f", seen.empty() ? "" : ", ", long(bytes >> 20), plain / streamed);
+    std::snprintf(line, sizeof line, "%s%ld MiB: %.2f", seen.empty() ? "" : ", ", long(bytes >> 20), ratio);
     seen += line;
   }
   // Where streaming never won up to the largest size, it is used from there (assumed: the larger the

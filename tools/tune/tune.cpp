@@ -38,7 +38,6 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -46,11 +45,13 @@
 #include <thread>
 #include <vector>
 
+#include "agree.hpp"
 #include "common.hpp"
 #include "attention.hpp"
 #include "conv.hpp"
 #include "elementwise.hpp"
 #include "rows.hpp"
+#include "rows_streaming.hpp"
 #include "softmax.hpp"
 
 namespace {
@@ -219,8 +220,8 @@ class_result tune_class(gemm_shape_class cls, bool quick, double min_s) {
   }
   // The winner's fields that do not pay go back to the defaults' values, one at a time: a field is reset
   // where the winner with it reset scores within prune_tolerance of the winner. A search's winner carries
-  // whatever its descent passed through (on Zen 5 three searches agreed on kc_in_place 64 for few rows and
-  // on nothing else: bench/RESULTS.md); pruned, the entry names what pays and runs agree on it.
+  // whatever its descent passed through (on Zen 5 two searches' few-rows winners differed from the
+  // defaults in four fields and in two, sharing one: bench/RESULTS.md); pruned, the entry names what pays.
   if (!quick) {
     constexpr double prune_tolerance = 1.02;
     auto prune = [&](auto&& field) {
@@ -398,9 +399,9 @@ std::string verdict_note(const R& r) {
 
 // Several runs of every search (--runs): an entry leaves the defaults only where more than half of the
 // runs took the same configuration, and a threshold is the runs' median. On a shared guest one search's
-// winner is often its minute's noise (bench/RESULTS.md: on Zen 5, six searches took three different
-// large-class entries and a few-rows one that no later search found); what most runs agree on is what
-// a table can reproduce. One run: that run's verdict, as before.
+// winner is often its minute's noise (bench/RESULTS.md: on Zen 5 six single searches in twenty minutes
+// wrote five different tables); what most runs agree on is what a table can reproduce. One run: that
+// run's verdict, as before.
 template <class Config>
 struct agreed {
   Config best{};
@@ -409,16 +410,12 @@ struct agreed {
 template <class R>
 auto agree(const std::vector<R>& runs) {
   using Config = decltype(runs[0].best);
-  agreed<Config> a;
   if (runs.size() == 1) return agreed<Config>{runs[0].best, verdict_note(runs[0])};
   const Config defaults{};
-  std::size_t votes = 0, took = 0;
-  for (const R& r : runs) {
-    if (r.best == defaults) continue;
-    ++took;
-    const auto n = std::size_t(std::count_if(runs.begin(), runs.end(), [&](const R& s) { return s.best == r.best; }));
-    if (2 * n > runs.size() && n > votes) votes = n, a.best = r.best;
-  }
+  std::vector<Config> taken;
+  for (const R& r : runs) taken.push_back(r.best);
+  const auto [best, votes] = tune::majority(taken, defaults);
+  const auto took = std::size_t(std::count_if(taken.begin(), taken.end(), [&](const Config& c) { return !(c == defaults); }));
   std::ostringstream o;
   o << std::fixed;
   o.precision(3);
@@ -428,21 +425,18 @@ auto agree(const std::vector<R>& runs) {
   o << " (each search's best over the defaults: ";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     o << (i ? ", " : "");
-    if (!(runs[i].best == defaults) && !(runs[i].best == a.best)) o << describe(runs[i].best) << " ";
+    if (!(runs[i].best == defaults) && !(runs[i].best == best)) o << describe(runs[i].best) << " ";
     o << runs[i].speedup << "x" << (runs[i].best == defaults ? "" : " taken");
   }
   o << ")";
-  a.note = o.str();
-  return a;
+  return agreed<Config>{best, o.str()};
 }
 
-// The median of the runs' thresholds, `never` counted as the largest; each run's value into `seen`.
-index_t median_threshold(std::vector<index_t> v, index_t never, std::string& seen, index_t unit, const char* unit_name) {
+// The runs' thresholds' median (tune::median_threshold), each run's value written into `seen`.
+index_t median_threshold(const std::vector<index_t>& v, index_t never, std::string& seen, index_t unit, const char* unit_name) {
   for (std::size_t i = 0; i < v.size(); ++i)
     seen += (i ? ", " : "") + (v[i] == never ? std::string("never") : std::to_string(v[i] / unit) + unit_name);
-  auto key = [&](index_t x) { return x == never ? std::numeric_limits<index_t>::max() : x; };
-  std::sort(v.begin(), v.end(), [&](index_t a, index_t b) { return key(a) < key(b); });
-  return v[v.size() / 2];
+  return index_t(tune::median_threshold(std::vector<std::int64_t>(v.begin(), v.end()), never));
 }
 } // namespace
 
@@ -498,6 +492,7 @@ int main(int argc, char** argv) {
     constexpr gemm_shape_class classes[] = {gemm_shape_class::few_rows, gemm_shape_class::small, gemm_shape_class::medium, gemm_shape_class::large};
     std::vector<std::vector<class_result>> gemm_runs(std::size(classes));
     std::vector<tune::elementwise_result> ew_runs;
+    std::vector<tune::rows_streaming_result> rs_runs;
     std::vector<tune::rows_result> rows_runs;
     std::vector<tune::softmax_result> sm_runs;
     std::vector<tune::attention_result> at_runs;
@@ -516,6 +511,7 @@ int main(int argc, char** argv) {
         gemm_runs[c].push_back(r);
       }
       ew_runs.push_back(tune::tune_elementwise(quick));
+      rs_runs.push_back(tune::tune_rows_streaming(quick));
       const auto t_rows = clock_type::now();
       rows_runs.push_back(tune::tune_rows(quick, quick ? 0.002 : 0.02));
       report("rows tee", rows_runs.back().tee, t_rows);
@@ -544,12 +540,14 @@ int main(int argc, char** argv) {
     const auto tee_a = agree(tees), tail_a = agree(tails);
     const auto at_a = agree(at_runs);
     const auto cv_a = agree(cv_runs);
-    std::string streaming_seen, pipeline_seen, online_seen;
-    std::vector<index_t> streaming, pipeline, online;
+    std::string streaming_seen, rows_streaming_seen, pipeline_seen, online_seen;
+    std::vector<index_t> streaming, rows_streaming, pipeline, online;
     for (const auto& r : ew_runs) streaming.push_back(r.best.streaming_bytes);
+    for (const auto& r : rs_runs) rows_streaming.push_back(r.from_bytes);
     for (const auto& r : rows_runs) pipeline.push_back(r.tee_pipeline_from_bytes);
     for (const auto& r : sm_runs) online.push_back(r.best.online_from_bytes);
     const index_t streaming_bytes = median_threshold(streaming, -1, streaming_seen, index_t(1) << 20, " MiB");
+    const index_t rows_streaming_bytes = median_threshold(rows_streaming, -1, rows_streaming_seen, index_t(1) << 20, " MiB");
     const index_t pipeline_from = median_threshold(pipeline, cpu::elementwise_config{}.tee_pipeline_from_bytes, pipeline_seen, 1, " bytes");
     const index_t online_from = median_threshold(online, 0, online_seen, index_t(sizeof(float)), " floats");
     auto runs_note = [&](const char* what, const std::string& seen) { return std::string(what) + " (the median of " + std::to_string(runs) + " searches: " + seen + ")"; };
@@ -557,8 +555,8 @@ int main(int argc, char** argv) {
       std::printf("rows tee  %s: %s\nrows tail %s: %s\nattention %s: %s\nconv      %s: %s\n", describe(tee_a.best).c_str(), tee_a.note.c_str(),
                   describe(tail_a.best).c_str(), tail_a.note.c_str(), describe(at_a.best).c_str(), at_a.note.c_str(), describe(cv_a.best).c_str(),
                   cv_a.note.c_str());
-      std::printf("%s\n%s\n%s\n", runs_note("streaming stores", streaming_seen).c_str(), runs_note("softmax rows pipelined", pipeline_seen).c_str(),
-                  runs_note("softmax online", online_seen).c_str());
+      std::printf("%s\n%s\n%s\n%s\n", runs_note("streaming stores", streaming_seen).c_str(), runs_note("rows' streaming stores", rows_streaming_seen).c_str(),
+                  runs_note("softmax rows pipelined", pipeline_seen).c_str(), runs_note("softmax online", online_seen).c_str());
     }
     if (!write_path.empty()) {
       write_table(write_path, built, lines, gemm_table);
@@ -566,11 +564,12 @@ int main(int argc, char** argv) {
     }
     if (!write_elementwise_path.empty()) {
       std::ostringstream l;
-      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << streaming_bytes << ", .tee_pipeline_from_bytes = " << pipeline_from
+      l << "    {" << machine_text(built) << ", {.streaming_bytes = " << streaming_bytes << ", .rows_streaming_bytes = " << rows_streaming_bytes
+        << ", .tee_pipeline_from_bytes = " << pipeline_from
         << ", .tee = " << describe(tee_a.best) << ", .tail = " << describe(tail_a.best) << "}}, // " << measured_on << ": ";
-      if (runs == 1) l << ew_runs[0].summary << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; " << rows_runs[0].pipeline_summary;
+      if (runs == 1) l << ew_runs[0].summary << "; " << rs_runs[0].summary << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; " << rows_runs[0].pipeline_summary;
       else
-        l << runs_note("streaming stores", streaming_seen) << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; "
+        l << runs_note("streaming stores", streaming_seen) << "; " << runs_note("rows' streaming stores", rows_streaming_seen) << "; tee prefetch " << tee_a.note << "; tail prefetch " << tail_a.note << "; "
           << runs_note("softmax rows pipelined", pipeline_seen);
       write_table(write_elementwise_path, built, {l.str()}, elementwise_table);
       std::printf("wrote %s (1 entry for this machine)\n", write_elementwise_path.c_str());

@@ -25,6 +25,11 @@ struct elementwise_config {
   // lines the caches would only evict); long rows (softmax, norms) are then also pipelined row by row
   // (cpu/row_tee.hpp).
   index_t streaming_bytes = index_t(8) << 20;
+  // The row-fused nests' own threshold (softmax, the norms: a row swept two or three times, which changes
+  // what streaming saves; on Zen 5 layer_norm's 8 MiB of 128 KiB rows ran 1.4-1.9x faster streamed while
+  // the flat loop's 8 MiB ran at 0.72-0.87x: bench/RESULTS.md); 0: streaming_bytes.
+  index_t rows_streaming_bytes = 0;
+  constexpr index_t rows_streaming() const { return rows_streaming_bytes > 0 ? rows_streaming_bytes : streaming_bytes; }
   // softmax's tee rows of at least this many bytes are pipelined where not streamed too (a row's values
   // kept in a stack row, its tail stored during the next row's sum sweep: cpu/row_tee.hpp); by default
   // never (1 TiB). Within cpu::tee_pipeline_bytes (two rows).

@@ -56,6 +56,8 @@ inline constexpr index_t transpose_tile = 32;
 
 // Outputs at least this large (bytes) are written with streaming stores.
 inline constexpr index_t streaming_bytes = elementwise_config_for().streaming_bytes;
+// ... and the row-fused nests' outputs (softmax, the norms) at least this large.
+inline constexpr index_t rows_streaming_bytes = elementwise_config_for().rows_streaming();
 
 // W x W blocks, column strips outermost: each strip reads W rows of a transposed operand front to back
 // (prefetch-friendly) and writes whole cache lines of the output. `row` handles the ragged edges.
@@ -213,8 +215,10 @@ void run_elementwise_with(const Dst& dst, const N& n) {
     constexpr int a = transposed_axis<N, lanes<L>>();
     run_elementwise_with<C>(swap_axes<a, R - 2>(dst), swap_axes<a, R - 2>(n));
   } else {
-    // Outputs far larger than the caches are written with non-temporal stores (no read for ownership).
-    constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= C.streaming_bytes;
+    // Outputs far larger than the caches are written with non-temporal stores (no read for ownership);
+    // row-fused nests from their own threshold.
+    constexpr index_t threshold = K > 0 && has_row_reduction<K, N>() ? C.rows_streaming() : C.streaming_bytes;
+    constexpr bool stream = S::size * index_t(sizeof(typename Dst::value_type)) >= threshold;
     [[maybe_unused]] const bool share = plan::same_repeated_reductions(n); // (plan/same_reductions.hpp: once per launch)
     using index_array = std::array<index_t, R + 1>; // (outside the lambdas: GCC 12 crashes on it inside)
     // (forced inline: called once per row, a call per row of 16 floats and the row's setup redone from its
