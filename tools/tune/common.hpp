@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -46,6 +47,19 @@ auto prepared_for(Y& y, E&& e) {
   static_assert(P::bytes == 0, "tools/tune: this expression needs an arena");
   tf::cpu::arena_buffers slots{nullptr, P::offsets.data(), P::buffers};
   return std::pair{dst, tf::plan::prepare_root(std::move(root), slots)};
+}
+
+// Rows x and a norm's gamma and beta from a linear congruential generator seeded by `seed`: x in [-8, 8),
+// gamma in [0.5, 1.5), beta in [-0.5, 0.5) (the row searches' inputs).
+template <class X, class G>
+void fill_rows(X& x, G& gamma, G& beta, std::uint64_t seed) {
+  auto next = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return float(seed >> 40) * 0x1p-24f;
+  };
+  for (auto& v : x) v = next() * 16 - 8;
+  for (auto& v : gamma) v = next() + 0.5f;
+  for (auto& v : beta) v = next() - 0.5f;
 }
 
 // Seconds per call of f: the best of three runs of enough calls to take `min_s` each, after one call to

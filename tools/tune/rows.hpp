@@ -64,14 +64,7 @@ row_problem make_problem() {
     tf::Tensor<float, tf::shape<C>> gamma, beta;
   };
   auto d = std::shared_ptr<data>(new data);
-  std::uint64_t s = 7 + C;
-  auto next = [&] {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return float(s >> 40) * 0x1p-24f;
-  };
-  for (auto& v : d->x) v = next() * 16 - 8;
-  for (auto& v : d->gamma) v = next() + 0.5f;
-  for (auto& v : d->beta) v = next() - 0.5f;
+  fill_rows(d->x, d->gamma, d->beta, 7 + C);
   constexpr float eps = 1e-5f;
   auto expr = [&] {
     if constexpr (Softmax) return tf::softmax(d->x);

@@ -35,14 +35,7 @@ double ratio(int reps, double min_s) {
     tf::Tensor<float, tf::shape<C>> gamma, beta;
   };
   auto d = std::make_unique<data>();
-  std::uint64_t s = 11 + C;
-  auto next = [&] {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return float(s >> 40) * 0x1p-24f;
-  };
-  for (auto& v : d->x) v = next() * 16 - 8;
-  for (auto& v : d->gamma) v = next() + 0.5f;
-  for (auto& v : d->beta) v = next() - 0.5f;
+  fill_rows(d->x, d->gamma, d->beta, 11 + C);
   auto expr = [&] {
     if constexpr (Softmax) return tf::softmax(d->x);
     else return tf::layer_norm(d->x, d->gamma, d->beta, 1e-5f);
