@@ -8,7 +8,7 @@
 
 namespace tenfold::tuned {
 using cpu::gemm_config, cpu::gemm_shape_class, cpu::gemm_split_axis, cpu::gemm_tuned_entry;
-inline constexpr std::array<gemm_tuned_entry, 16> gemm_cpu{{
+inline constexpr std::array<gemm_tuned_entry, 20> gemm_cpu{{
     // entries:begin
     {{"avx2", 48, 2048, 2}, gemm_shape_class::few_rows, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-11-26: the defaults are the fastest
     {{"avx2", 48, 2048, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-11-26: defaults kept (best found {.kc = 64, .mc_panels = 32, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}: 0.986x)
@@ -26,6 +26,10 @@ inline constexpr std::array<gemm_tuned_entry, 16> gemm_cpu{{
     {{"avx512", 48, 1024, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-06: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.006x, 1.014x, 0.998x)
     {{"avx512", 48, 1024, 2}, gemm_shape_class::medium, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-06: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.007x, 0.999x, 0.994x)
     {{"avx512", 48, 1024, 2}, gemm_shape_class::large, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-06: defaults kept: no entry taken by more than half of 3 searches (each search's best over the defaults: {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 1, .split = gemm_split_axis::columns} 1.102x taken, 1.038x, 1.011x)
+    {{"avx2", 48, 1024, 2}, gemm_shape_class::few_rows, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-07: defaults kept by 3 of 3 searches (each search's best over the defaults: 0.994x, 1.032x, 1.019x)
+    {{"avx2", 48, 1024, 2}, gemm_shape_class::small, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-07: defaults kept by 3 of 3 searches (each search's best over the defaults: 0.999x, 0.987x, 0.999x)
+    {{"avx2", 48, 1024, 2}, gemm_shape_class::medium, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-07: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.005x, 0.854x, 0.991x)
+    {{"avx2", 48, 1024, 2}, gemm_shape_class::large, {.kc = 256, .mc_panels = 24, .nc_panels = 32, .kc_in_place = 32, .parts_per_thread = 2, .split = gemm_split_axis::automatic}}, // AMD EPYC (family 26 model 2), 2026-12-07: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.035x, 1.042x, 1.043x)
     // entries:end
 }};
 } // namespace tenfold::tuned
