@@ -345,6 +345,30 @@ TEST_CASE("gemm: batches with broadcasting, and one product split across threads
   CHECK(dot_epilogue);
 }
 
+TEST_CASE("gemm: a few rows through a weight stored [N, K], the columns cut in two", "[gemm][determinism]") {
+  // gemm_dot_rows with a long K whose tail is not a whole vector, 11 rows (two blocks of four and a short
+  // one), the columns cut in two rectangles as two threads would: within the bound of a 1500-term sum, and
+  // the same bits whichever rectangle computes an element.
+  constexpr index_t M = 11, N = 70, K = 1500;
+  const auto rows = random_tensor<float, shape<M, K>>(21);
+  const auto wn = random_tensor<float, shape<N, K>>(22);
+  Tensor<float, shape<M, N>> whole, halves;
+  const matrix_ref<float> a{rows.data(), K, 1}, b{wn.data(), 1, K};
+  const auto cfg = cpu::gemm_config_for<float>(M, N, K);
+  gemm_range<float>(a, b, M, K, {0, M, 0, N}, cpu::gemm_direct_out<float>{whole.data(), N}, cfg);
+  gemm_range<float>(a, b, M, K, {0, M, 0, 37}, cpu::gemm_direct_out<float>{halves.data(), N}, cfg);
+  gemm_range<float>(a, b, M, K, {0, M, 37, N}, cpu::gemm_direct_out<float>{halves.data(), N}, cfg);
+  CHECK(std::memcmp(whole.data(), halves.data(), sizeof(float) * M * N) == 0);
+  int bad = 0;
+  for (index_t i = 0; i < M; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      ld s = 0, mag = 0;
+      for (index_t k = 0; k < K; ++k) s += ld(rows(i, k)) * wn(j, k), mag += std::fabs(ld(rows(i, k)) * wn(j, k));
+      bad += !(std::fabs(whole(i, j) - s) <= 4 * K * std::numeric_limits<float>::epsilon() * mag);
+    }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("gemm: one register tile of long sums is cut along k, the slices added in order", "[gemm][determinism]") {
   // (A first layer's weight gradient has this shape: 9 x 16 outputs, each a sum over the batch's
   // positions; a second layer's is 144 x 32.) The bits must be those of the slices' single-range products added in slice order,
