@@ -400,7 +400,7 @@ std::string verdict_note(const R& r) {
 // Several runs of every search (--runs): an entry leaves the defaults only where more than half of the
 // runs took the same configuration, and a threshold is the runs' median. On a shared guest one search's
 // winner is often its minute's noise (bench/RESULTS.md: on Zen 5 six single searches in twenty minutes
-// wrote five different tables); what most runs agree on is what a table can reproduce. One run: that
+// wrote six different tables); what most runs agree on is what a table can reproduce. One run: that
 // run's verdict, as before.
 template <class Config>
 struct agreed {
