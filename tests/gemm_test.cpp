@@ -132,6 +132,7 @@ TEST_CASE("gemm: several MC, NC and KC blocks; B read in place for few rows", "[
   check_shape<float>(3, 2 * d.kc_in_place + 1, NC + 40); // in place, past one slice and NC
   check_shape<float>(in_place, 100, 77);                 // the largest in-place range
   check_shape<float>(in_place + 1, 100, 77);             // the smallest packed one
+  check_shape<float>(in_place + 1, 45, 1100);            // packed rows a page apart (pack_b's prefetch), k past its last group
   // one row through a row-major B (gemm_one_row): blocks of 8 vectors, single vectors, a scalar tail
   check_shape<float>(1, 70, 8 * 16 * 2 + 3 * 16 + 5);
   check_shape<float>(1, 33, 8 * 8 + 8 + 3); // (8-lane vectors)
