@@ -145,7 +145,8 @@ TEST_CASE("gemm: configurations the tuner may choose (blocking, k slices, split 
   const gemm_config tiny{.kc = 7, .mc_panels = 1, .nc_panels = 1, .kc_in_place = 3, .parts_per_thread = 1};
   const gemm_config wide{.kc = 512, .mc_panels = 48, .nc_panels = gemm_config::max_nc_panels, .kc_in_place = 128};
   const gemm_config by_rows{.split = gemm_split_axis::rows}, by_columns{.split = gemm_split_axis::columns};
-  for (const gemm_config& cfg : {tiny, wide, by_rows, by_columns}) {
+  const gemm_config packed{.kc = 7, .nc_panels = 1, .in_place_rows = 1}; // (3 rows: B packed, not read in place)
+  for (const gemm_config& cfg : {tiny, wide, by_rows, by_columns, packed}) {
     INFO("kc " << cfg.kc << ", mc_panels " << cfg.mc_panels << ", nc_panels " << cfg.nc_panels << ", split " << int(cfg.split));
     check_shape<float>(3, 20, 70, cfg);  // in place
     check_shape<float>(45, 33, 97, cfg); // packed, several blocks of each kind at `tiny`
@@ -209,6 +210,7 @@ TEST_CASE("gemm: the tuned table's entries and the lookup", "[gemm][tune]") {
     INFO(e.machine.isa << " " << e.machine.l1d_kib << " KiB L1d, " << e.machine.l2_kib << " KiB L2, " << e.machine.cores << " cores, " << cpu::name_of(e.shape));
     CHECK(e.config.kc >= 1);
     CHECK(e.config.kc_in_place >= 1);
+    CHECK(e.config.in_place_rows >= 0);
     CHECK(e.config.mc_panels >= 1);
     CHECK((e.config.nc_panels >= 1 && e.config.nc_panels <= cpu::gemm_config::max_nc_panels));
     CHECK(e.config.parts_per_thread >= 1);

@@ -16,8 +16,8 @@ namespace tenfold::cpu {
 enum class gemm_split_axis { automatic, rows, columns };
 
 // The choices that do not change the micro-kernel (its register tile is the ISA's, cpu/gemm_kernels.hpp):
-// run-time values, so that the tuner tries them all in one program. Only kc and kc_in_place change the
-// order of the sums (and so the last bits of C); the others move work between caches and threads.
+// run-time values, so that the tuner tries them all in one program. Only kc, kc_in_place and in_place_rows
+// change the order of the sums (and so the last bits of C); the others move work between caches and threads.
 struct gemm_config {
   index_t kc = 256;             // k slice: a KC x NR panel of B and an MR x KC panel of A stay in L1
   index_t mc_panels = 24;       // MC = MR x mc_panels rows of A packed per block (a sixth of a 2 MiB L2)
@@ -25,6 +25,11 @@ struct gemm_config {
   index_t kc_in_place = 32;     // k slice where B is read in place (a few rows: as many rows of B stream)
   index_t parts_per_thread = 2; // products of 2e8 flops or more: parts handed out one at a time
   gemm_split_axis split = gemm_split_axis::automatic;
+  // Rows of A up to which a row-major B is read in place rather than packed (0: twice the micro-kernel's
+  // rows, cpu::gemm_in_place_rows). Reading in place skips a pass over B but reads it in column panels,
+  // a row stride between consecutive values; on Zen 5 packing (row by row, prefetched) ran M = 16
+  // 1.4-1.6x faster with AVX-512 (bench/RESULTS.md). Changes the order of the sums, as kc does.
+  index_t in_place_rows = 0;
   static constexpr index_t max_nc_panels = 64; // convolution packs one k-row of NC columns on the stack
   friend constexpr bool operator==(const gemm_config&, const gemm_config&) = default;
 };
