@@ -245,17 +245,20 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
       for (index_t i0 = r0; i0 < r1; i0 += MC) {
         const index_t mc = std::min(MC, r1 - i0);
         // The kernels' row blocks: MR rows at a time; where B is read in place (a few rows, each block a
-        // pass over a panel of B), blocks of equal rows instead: 16 rows as 8 + 8, not 14 + 2, whose 2-row
-        // pass loads as much of B as the 14-row one (AVX-512 on Zen 5, M = 16, K = N = 4096: 44-49 ->
-        // 93-94 GFLOP/s). Which kernel computes an element does not change its sum.
+        // pass over a panel of B) and A is a matrix, packed, blocks of equal rows instead: 16 rows as 8 + 8,
+        // not 14 + 2, whose 2-row pass loads as much of B as the 14-row one (AVX-512 on Zen 5, M = 16, K =
+        // N = 4096: 43-49 -> 58-94 GFLOP/s). Which kernel computes an element does not change its sum.
+        // (pack_a packs such a block as one panel of its rows, in groups of 1; conv's implicit A packs in
+        // its own groups, and an A read in place cuts its blocks at its output rows.)
+        const bool even_blocks = std::is_same_v<OA, matrix_ref<T>> && b_in_place;
         const index_t blocks = (mc + MR - 1) / MR, even = mc / blocks, extra = mc % blocks;
-        auto block_rows = [&](index_t blk, index_t p) { return b_in_place ? even + (blk < extra ? 1 : 0) : std::min(MR, mc - p); };
+        auto block_rows = [&](index_t blk, index_t p) { return even_blocks ? even + (blk < extra ? 1 : 0) : std::min(MR, mc - p); };
         T* ap = nullptr;
         [[maybe_unused]] index_t group, kcg = 0;
         if constexpr (Lda > 0) group = OA::group;
         else { // (rounded up to whole groups of k, plus slack for pack_a's gathers)
           ap = ws.a.get(mc * ((kc + G::W - 1) / G::W * G::W) + G::W);
-          if (b_in_place) { // (each block a panel of its own rows: pack_a's group is 1 for such panels)
+          if (even_blocks) { // (each block a panel of its own rows: pack_a's group is 1 for such panels)
             for (index_t p = 0, blk = 0; p < mc; ++blk) {
               const index_t rows = block_rows(blk, p);
               pack_a<T>(a, i0 + p, rows, k0, kc, ap + p * kc);
