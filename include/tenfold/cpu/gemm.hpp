@@ -226,7 +226,6 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   if constexpr (std::is_same_v<OB, matrix_ref<T>>)
     if (b.panels && c0 % NR == 0) panels = b.panels, panel_k = b.panel_k;
   const index_t KC = std::max<index_t>(1, b_in_place ? cfg.kc_in_place : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
-
   constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;

@@ -27,8 +27,9 @@ struct gemm_config {
   gemm_split_axis split = gemm_split_axis::automatic;
   // Rows of A up to which a row-major B is read in place rather than packed (0: twice the micro-kernel's
   // rows, cpu::gemm_in_place_rows). Reading in place skips a pass over B but reads it in column panels,
-  // a row stride between consecutive values; on Zen 5 packing (row by row, prefetched) ran M = 16
-  // 1.4-1.6x faster with AVX-512 (bench/RESULTS.md). Changes the order of the sums, as kc does.
+  // a row stride between consecutive values; packing reads it row by row. On Zen 5 (AVX-512, M = 16)
+  // packing ran a 64 MiB B about 1.1x faster and a 2 MiB one 5-25% slower (bench/RESULTS.md): the
+  // tool's few-rows search decides. Changes the order of the sums, as kc does.
   index_t in_place_rows = 0;
   static constexpr index_t max_nc_panels = 64; // convolution packs one k-row of NC columns on the stack
   friend constexpr bool operator==(const gemm_config&, const gemm_config&) = default;

@@ -180,7 +180,7 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
       // reaches them. A row of the block is only nc values, too short a stream for the hardware
       // prefetchers to ramp up on (they do not cross a page) before the next row starts a row stride away.
       // Measured (Zen 5, one thread, K = N = 4096): M = 16 at AVX2, where packing B was 57% of the
-      // product's time, 45-55 -> 60-66 GFLOP/s (one to four groups ahead alike); n = 2048 +5% at AVX2.
+      // product's time, 45-55 -> 60-69 GFLOP/s (one to four groups ahead alike); n = 2048 +5% at AVX2.
       // Nearer rows (n = 256: 1 KiB apart) are left to the hardware: there it measured 3% slower.
       const bool ahead = b.rs * index_t(sizeof(E)) >= 4096 && k + 3 * rows <= kc;
       for (index_t q = 0; q < full; q += NR, dst += kc * NR) {
