@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
   add_squares<4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048>(single);
   add_skinny<1, 2, 4, 8, 16>(single);
   add_layers<256, 1024>(single);
-  add_weights<16, 64>(single);
+  add_weights<4, 8, 16, 64>(single);
   // a transformer's training products at examples/decoder's sizes (12 x 64 tokens, width 128): forward
   // x w (qkv, proj, up, down), and the backward's weight gradient xᵀ g (K = the 768 tokens)
   add_case<768, 128, 384>("m768_k128_n384", single);

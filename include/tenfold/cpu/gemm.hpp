@@ -85,48 +85,77 @@ struct gemm_part {
   index_t r0, r1, c0, c1, k0 = 0, k1 = -1;
 };
 
+// Pins a loaded vector to a register. GCC otherwise folds every use of a load into its FMA as a memory
+// operand and so loads the value once per use: gemm_dot_rows's step compiled to 32 loads for 16 FMAs.
+template <class B>
+inline void hold_in_register(B& v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  auto r = static_cast<typename B::register_type>(v);
+  asm("" : "+v"(r));
+  v = B(r);
+#else
+  (void)v;
+#endif
+}
+
 // C[r0:r1, c0:c1] for a few rows of A (contiguous along k) and B stored transposed, [N, K] with
 // contiguous rows: a linear layer's weight in PyTorch's layout. Each element is the dot product of a
-// row of A and a row of the weight, 4 x 4 elements at a time: W-lane partial sums over k, then summed
-// across the lanes, then the k % W tail — one order per element, whatever rectangle a thread gets.
+// row of A and a row of the weight, R x C elements at a time: W-lane partial sums over k, then summed
+// across the lanes, then the k % W tail — one order per element, whatever rectangle a thread gets and
+// whatever the tile. A step loads R + C vectors for R x C FMAs, each held in a register: AVX-512 4 x 6
+// (24 accumulators + 6 + 1 of 32 registers), 16 registers 2 x 4. On Zen 5, one thread, K = N = 4096,
+// GFLOP/s: M = 16 4 x 4 with GCC's folded loads 51-74, loads held 87-96, 4 x 6 98-104 (5 x 5 80-93,
+// 6 x 4 90-94, 8 x 3 77-78); AVX2 (x86-64-v3) M = 8 4 x 4 folded 42-44, 2 x 4 46-49, 4 x 3 42-46, 3 x 3
+// 36-40, and M = 4 27-34 for each but 3 x 3 (20-22).
 // The packed path would first copy all of B with gathers to use each value only M times: for 16 tokens
 // through all-MiniLM-L6-v2 that packing took 45% of the forward pass.
 template <class T, class Out>
 void gemm_dot_rows(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, const gemm_part& part, const Out& out) {
   using B = batch<T>;
   constexpr index_t W = index_t(B::size);
+#if defined(TENFOLD_DOT_R) && defined(TENFOLD_DOT_C) // for measuring other tiles
+  constexpr int R = TENFOLD_DOT_R, C = TENFOLD_DOT_C;
+#else
+  constexpr int R = gemm_tile<T>::wide_file ? 4 : 2, C = gemm_tile<T>::wide_file ? 6 : 4;
+#endif
   const index_t rows = part.r1 - part.r0, cols = part.c1 - part.c0, kv = K / W * W;
   T* c;
   index_t ldc;
   if constexpr (Out::direct) c = out.c + part.r0 * out.ldc + part.c0, ldc = out.ldc;
   else c = gemm_workspace<T>::local().c.get(rows * cols), ldc = cols;
-  for (index_t j = 0; j < cols; j += 4) {
-    const index_t nj = std::min<index_t>(4, cols - j);
-    const T* w[4];
-    for (index_t q = 0; q < 4; ++q) w[q] = b.p + (part.c0 + j + std::min(q, nj - 1)) * b.cs; // short blocks repeat a row
-    for (index_t i = 0; i < rows; i += 4) {
-      const index_t ni = std::min<index_t>(4, rows - i);
-      const T* x[4];
-      for (index_t p = 0; p < 4; ++p) x[p] = a.p + (part.r0 + i + std::min(p, ni - 1)) * a.rs;
-      B acc[4][4];
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p)
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) acc[p][q] = B(T(0));
+  for (index_t j = 0; j < cols; j += C) {
+    const index_t nj = std::min<index_t>(C, cols - j);
+    const T* w[C];
+    for (index_t q = 0; q < C; ++q) w[q] = b.p + (part.c0 + j + std::min(q, nj - 1)) * b.cs; // short blocks repeat a row
+    for (index_t i = 0; i < rows; i += R) {
+      const index_t ni = std::min<index_t>(R, rows - i);
+      const T* x[R];
+      for (index_t p = 0; p < R; ++p) x[p] = a.p + (part.r0 + i + std::min(p, ni - 1)) * a.rs;
+      B acc[R][C];
+#pragma GCC unroll 8
+      for (int p = 0; p < R; ++p)
+#pragma GCC unroll 8
+        for (int q = 0; q < C; ++q) acc[p][q] = B(T(0));
       for (index_t k = 0; k < kv; k += W) {
-        B wv[4];
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) wv[q] = B::load_unaligned(w[q] + k);
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p) {
-          const B xv = B::load_unaligned(x[p] + k);
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) acc[p][q] = xsimd::fma(xv, wv[q], acc[p][q]);
+        B wv[C];
+#pragma GCC unroll 8
+        for (int q = 0; q < C; ++q) wv[q] = B::load_unaligned(w[q] + k), hold_in_register(wv[q]);
+#pragma GCC unroll 8
+        for (int p = 0; p < R; ++p) {
+          B xv = B::load_unaligned(x[p] + k);
+          hold_in_register(xv);
+#pragma GCC unroll 8
+          for (int q = 0; q < C; ++q) acc[p][q] = xsimd::fma(xv, wv[q], acc[p][q]);
         }
       }
+      T sums[R][C]; // acc indexed by constants only, so that it stays in registers through the k loop
+#pragma GCC unroll 8
+      for (int p = 0; p < R; ++p)
+#pragma GCC unroll 8
+        for (int q = 0; q < C; ++q) sums[p][q] = xsimd::hadd(acc[p][q]);
       for (index_t p = 0; p < ni; ++p)
         for (index_t q = 0; q < nj; ++q) {
-          T sum = xsimd::hadd(acc[p][q]);
+          T sum = sums[p][q];
           for (index_t k = kv; k < K; ++k) sum += x[p][k] * w[q][k];
           c[(i + p) * ldc + j + q] = sum;
         }
