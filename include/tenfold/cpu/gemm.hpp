@@ -150,8 +150,8 @@ inline void lane_sums(const B* v, typename B::value_type* sums) {
 // whatever the tile. A step loads R + C vectors for R x C FMAs, each held in a register: AVX-512 4 x 6
 // (24 accumulators + 6 + 1 of 32 registers), 16 registers 2 x 4. On Zen 5, one thread, K = N = 4096,
 // GFLOP/s: M = 16 4 x 4 with GCC's folded loads 51-74, loads held 87-96, 4 x 6 98-104 (5 x 5 80-93,
-// 6 x 4 90-94, 8 x 3 77-78); AVX2 (x86-64-v3) M = 8 4 x 4 folded 42-44, 2 x 4 46-49, 4 x 3 42-46, 3 x 3
-// 36-40, and M = 4 27-34 for each but 3 x 3 (20-22).
+// 6 x 4 90-94, 8 x 3 77-78); AVX2 (x86-64-v3) M = 8 4 x 4 folded 41-48, 2 x 4 46-51, 4 x 3 40-46, 3 x 3
+// 36-40, and M = 4 25-34 for each but 3 x 3 (20-22).
 // The packed path would first copy all of B with gathers to use each value only M times: for 16 tokens
 // through all-MiniLM-L6-v2 that packing took 45% of the forward pass.
 template <class T, class Out>
