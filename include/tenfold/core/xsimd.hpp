@@ -30,3 +30,5 @@ inline __m512i _mm512_mask_blend_epi16(__mmask32 u, __m512i a, __m512i w) {
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
+
+#include "tenfold/core/intrinsics.hpp"

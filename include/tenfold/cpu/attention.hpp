@@ -192,7 +192,7 @@ void online_softmax_rows(T* s, index_t lds, index_t rows, Seen&& seen, index_t k
       p.store_unaligned(sr + j);
     }
     for (index_t j = nv; j < kc; j += W) zero.store_unaligned(sr + j); // keys past this row's last in the block
-    l[r] = l[r] * alpha[r] + xsimd::hadd(sum);
+    l[r] = l[r] * alpha[r] + tenfold::simd::hadd(sum);
   }
 }
 

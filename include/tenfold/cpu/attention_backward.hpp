@@ -312,7 +312,7 @@ void softmax_backward_rows(T* s, T* dp, index_t lds, index_t rows, Visible&& vis
       sum += p;
       p.store_unaligned(sr + j);
     }
-    red[rows + r] = xsimd::hadd(sum);
+    red[rows + r] = tenfold::simd::hadd(sum);
   }
   for (index_t r = 0; r < rows; ++r) { // P, and δ
     T* sr = s + r * lds;
@@ -325,7 +325,7 @@ void softmax_backward_rows(T* s, T* dp, index_t lds, index_t rows, Visible&& vis
       p.store_unaligned(sr + j);
       dsum = xsimd::fma(p, B::load_unaligned(dr + j), dsum);
     }
-    red[r] = xsimd::hadd(dsum);
+    red[r] = tenfold::simd::hadd(dsum);
   }
   for (index_t r = 0; r < rows; ++r) { // dS
     T* sr = s + r * lds;

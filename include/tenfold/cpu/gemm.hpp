@@ -101,10 +101,10 @@ inline void hold_in_register(B& v) {
 // sums[i] = the sum of v[i]'s lanes, for W vectors at once by a transposing tree: log2 W levels of
 // shuffles and adds for all W (AVX-512: 45 instructions for 16 sums, against about 9 per vector for a
 // horizontal add). Each vector's lanes are added in the same tree whichever slot it has. (xsimd 8.1's
-// haddp, the same idea, returns slots 2-5 and 10-13 of 16 permuted.) Elsewhere xsimd::hadd per vector.
+// haddp, the same idea, returns slots 2-5 and 10-13 of 16 permuted.) Elsewhere a horizontal add per vector.
 template <class B>
 inline void lane_sums(const B* v, typename B::value_type* sums) {
-  using T = typename B::value_type;
+  using T [[maybe_unused]] = typename B::value_type; // (not used without AVX)
   constexpr int W = int(B::size);
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && W == 16) {
@@ -112,16 +112,16 @@ inline void lane_sums(const B* v, typename B::value_type* sums) {
     auto in = [&](int m) { return static_cast<__m512>(v[(m % 4) * 4 + m / 4]); };
     __m512 s[8], u[4], t[2];
     for (int i = 0; i < 8; ++i) // lane j + lane j + 8: eight partial sums each of two vectors
-      s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(in(2 * i), in(2 * i + 1), _MM_SHUFFLE(1, 0, 1, 0)),
-                           _mm512_shuffle_f32x4(in(2 * i), in(2 * i + 1), _MM_SHUFFLE(3, 2, 3, 2)));
+      s[i] = _mm512_add_ps(simd::shuffle_lanes<_MM_SHUFFLE(1, 0, 1, 0)>(in(2 * i), in(2 * i + 1)),
+                           simd::shuffle_lanes<_MM_SHUFFLE(3, 2, 3, 2)>(in(2 * i), in(2 * i + 1)));
     for (int i = 0; i < 4; ++i) // four each of four
-      u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+      u[i] = _mm512_add_ps(simd::shuffle_lanes<_MM_SHUFFLE(2, 0, 2, 0)>(s[2 * i], s[2 * i + 1]),
+                           simd::shuffle_lanes<_MM_SHUFFLE(3, 1, 3, 1)>(s[2 * i], s[2 * i + 1]));
     for (int i = 0; i < 2; ++i) // two each of eight
-      t[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                           _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    _mm512_storeu_ps(sums, _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                         _mm512_shuffle_ps(t[0], t[1], _MM_SHUFFLE(3, 1, 3, 1))));
+      t[i] = _mm512_add_ps(simd::shuffle<_MM_SHUFFLE(1, 0, 1, 0)>(u[2 * i], u[2 * i + 1]),
+                           simd::shuffle<_MM_SHUFFLE(3, 2, 3, 2)>(u[2 * i], u[2 * i + 1]));
+    _mm512_storeu_ps(sums, _mm512_add_ps(simd::shuffle<_MM_SHUFFLE(2, 0, 2, 0)>(t[0], t[1]),
+                                         simd::shuffle<_MM_SHUFFLE(3, 1, 3, 1)>(t[0], t[1])));
     return;
   }
 #endif
@@ -140,7 +140,7 @@ inline void lane_sums(const B* v, typename B::value_type* sums) {
     return;
   }
 #endif
-  for (int i = 0; i < W; ++i) sums[i] = xsimd::hadd(v[i]);
+  for (int i = 0; i < W; ++i) sums[i] = tenfold::simd::hadd(v[i]);
 }
 
 // C[r0:r1, c0:c1] for a few rows of A (contiguous along k) and B stored transposed, [N, K] with

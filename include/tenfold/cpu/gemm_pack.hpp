@@ -96,7 +96,7 @@ void gather_panel(const T* src, index_t cs, index_t kc, T* out) {
   for (index_t left = kc - k; left > 0; --left, ++from, at += NV * W)
 #pragma GCC unroll 4
     for (index_t v = 0; v < NV; ++v)
-      xsimd::kernel::gather(from + v * W * cs, idx, typename batch<T>::arch_type{}).store_aligned(at + v * W);
+      tenfold::simd::gather(from + v * W * cs, idx).store_aligned(at + v * W);
 }
 
 // A[i0 : i0+mc, k0 : k0+kc] as MR-row panels, k-major inside a panel (out[k * rows + r]): the
@@ -151,7 +151,7 @@ index_t pack_a(const matrix_ref<E>& a, index_t i0, index_t mc, index_t k0, index
             }
 #endif
         for (; k < kc; ++k, src += a.cs, out += MR)
-          xsimd::kernel::gather(src, idx, typename batch<T>::arch_type{}).store_unaligned(out);
+          tenfold::simd::gather(src, idx).store_unaligned(out);
       }
     } else if (rows == MR) {
       for (index_t k = 0; k < kc; ++k, src += a.cs, out += MR)
@@ -197,15 +197,16 @@ void pack_b(const matrix_ref<E>& b, index_t k0, index_t kc, index_t j0, index_t 
           for (index_t c = 0; c < NR; ++c) dst[r * NR + c] = static_cast<T>(src[r * b.rs + q + c]);
       }
     }
-    // (the destination advances rather than being out + k * NR: GCC 12 cannot bound k * NR in this loop
-    // and warns that a far iteration would overflow it, -Waggressive-loop-optimizations; it stays
-    // within the block, ending at panel 0's end)
-    for (T* at = out + k * NR; k < kc; ++k, at += NR) {
+    // The last kc % rows rows. (At most rows - 1 of them, said in the loop: GCC 12 could not bound it
+    // from k < kc alone and warned that a far iteration would overflow, -Waggressive-loop-optimizations,
+    // in a -O3 build of attention; likewise with out + k * NR, q < full.)
+    T* at = out + k * NR;
+    for (index_t r = 1; r < rows && k < kc; ++r, ++k, at += NR) {
       const E* src = b.p + (k0 + k) * b.rs + j0;
       T* dst = at;
-      for (index_t q = 0; q < full; q += NR, dst += kc * NR)
+      for (index_t left = full / NR; left > 0; --left, src += NR, dst += kc * NR)
 #pragma GCC unroll 4
-        for (index_t c = 0; c < NR; ++c) dst[c] = static_cast<T>(src[q + c]);
+        for (index_t c = 0; c < NR; ++c) dst[c] = static_cast<T>(src[c]);
     }
   }
   out += full * kc;

@@ -240,7 +240,7 @@ struct leaf_row {
       // A hardware gather: writing lanes to a stack buffer and reloading it would stall on store forwarding.
       // (Called through xsimd's kernel: batch::gather in xsimd 8.1 names template arguments the
       // AVX-512/AVX2 overloads do not take, and silently falls back to one lane at a time.)
-      return xsimd::kernel::gather(static_cast<const L*>(p + j * Stride), gather_offsets<gather_index>(), arch{});
+      return tenfold::simd::gather(static_cast<const L*>(p + j * Stride), gather_offsets<gather_index>());
     } else {
       alignas(default_alignment) L tmp[lanes<L>];
       for (index_t k = 0; k < lanes<L>; ++k) tmp[k] = static_cast<L>(p[(j + k) * Stride]);

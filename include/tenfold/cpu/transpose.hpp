@@ -16,27 +16,27 @@ TENFOLD_INLINE void transpose_square(std::array<xsimd::batch<L>, W>& r) {
   if constexpr (std::is_same_v<L, float> && W == 16) {
     __m512 v[16], t[16];
     for (int i = 0; i < 16; ++i) v[i] = r[i];
-    for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    for (int i = 0; i < 16; i += 2) t[i] = simd::unpacklo(v[i], v[i + 1]), t[i + 1] = simd::unpackhi(v[i], v[i + 1]);
     for (int i = 0; i < 16; i += 4) {
-      v[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44), v[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-      v[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44), v[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      v[i] = simd::shuffle<0x44>(t[i], t[i + 2]), v[i + 1] = simd::shuffle<0xEE>(t[i], t[i + 2]);
+      v[i + 2] = simd::shuffle<0x44>(t[i + 1], t[i + 3]), v[i + 3] = simd::shuffle<0xEE>(t[i + 1], t[i + 3]);
     }
     for (int i = 0; i < 8; ++i) {
       const int a = (i / 4) * 8 + i % 4;
-      t[a] = _mm512_shuffle_f32x4(v[a], v[a + 4], 0x88), t[a + 4] = _mm512_shuffle_f32x4(v[a], v[a + 4], 0xDD);
+      t[a] = simd::shuffle_lanes<0x88>(v[a], v[a + 4]), t[a + 4] = simd::shuffle_lanes<0xDD>(v[a], v[a + 4]);
     }
-    for (int i = 0; i < 8; ++i) r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    for (int i = 0; i < 8; ++i) r[i] = simd::shuffle_lanes<0x88>(t[i], t[i + 8]), r[i + 8] = simd::shuffle_lanes<0xDD>(t[i], t[i + 8]);
     return;
   }
   if constexpr (std::is_same_v<L, double> && W == 8) {
     __m512d v[8], t[8];
     for (int i = 0; i < 8; ++i) v[i] = r[i];
-    for (int i = 0; i < 8; i += 2) t[i] = _mm512_unpacklo_pd(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_pd(v[i], v[i + 1]);
+    for (int i = 0; i < 8; i += 2) t[i] = simd::unpacklo(v[i], v[i + 1]), t[i + 1] = simd::unpackhi(v[i], v[i + 1]);
     for (int i = 0; i < 8; i += 4) {
-      v[i] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0x88), v[i + 2] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0xDD);
-      v[i + 1] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0x88), v[i + 3] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0xDD);
+      v[i] = simd::shuffle_lanes<0x88>(t[i], t[i + 2]), v[i + 2] = simd::shuffle_lanes<0xDD>(t[i], t[i + 2]);
+      v[i + 1] = simd::shuffle_lanes<0x88>(t[i + 1], t[i + 3]), v[i + 3] = simd::shuffle_lanes<0xDD>(t[i + 1], t[i + 3]);
     }
-    for (int i = 0; i < 4; ++i) r[i] = _mm512_shuffle_f64x2(v[i], v[i + 4], 0x88), r[i + 4] = _mm512_shuffle_f64x2(v[i], v[i + 4], 0xDD);
+    for (int i = 0; i < 4; ++i) r[i] = simd::shuffle_lanes<0x88>(v[i], v[i + 4]), r[i + 4] = simd::shuffle_lanes<0xDD>(v[i], v[i + 4]);
     return;
   }
 #endif
@@ -108,7 +108,7 @@ TENFOLD_INLINE xsimd::batch<L> permuting_load([[maybe_unused]] const L* p) { // 
       return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_maskz_loadu_ps(0x7FFF, p + 16));
     } else {
       const __m512i reverse = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-      return _mm512_permutexvar_ps(reverse, _mm512_loadu_ps(p - 15));
+      return simd::permute(reverse, _mm512_loadu_ps(p - 15));
     }
   } else {
     if constexpr (S == 2) {
@@ -116,7 +116,7 @@ TENFOLD_INLINE xsimd::batch<L> permuting_load([[maybe_unused]] const L* p) { // 
       return _mm512_permutex2var_pd(_mm512_loadu_pd(p), even, _mm512_maskz_loadu_pd(0x7F, p + 8));
     } else {
       const __m512i reverse = _mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-      return _mm512_permutexvar_pd(reverse, _mm512_loadu_pd(p - 7));
+      return simd::permute(reverse, _mm512_loadu_pd(p - 7));
     }
   }
 #else

@@ -49,8 +49,7 @@ struct offset_leaf_row {
     }();
     const auto pos = xsimd::batch<G>::load_aligned(iota.data()) + xsimd::batch<G>(G(j));
     const auto inside = xsimd::min(xsimd::max(pos, xsimd::batch<G>(G(lo))), xsimd::batch<G>(G(hi - 1)));
-    const auto g = xsimd::kernel::gather(static_cast<const L*>(p + (off + lo * Stride)), (inside - xsimd::batch<G>(G(lo))) * xsimd::batch<G>(G(Stride)),
-                                         typename gather_row::arch{});
+    const auto g = tenfold::simd::gather(static_cast<const L*>(p + (off + lo * Stride)), (inside - xsimd::batch<G>(G(lo))) * xsimd::batch<G>(G(Stride)));
     const auto posf = xsimd::batch_cast<L>(pos);
     return xsimd::select(posf >= batch<L>(L(lo)) && posf < batch<L>(L(hi)), g, batch<L>(fill));
   }

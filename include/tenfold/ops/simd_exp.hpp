@@ -35,8 +35,8 @@ TENFOLD_INLINE __m512 exp_avx512(__m512 x) {
   // underflow: without FTZ that underflow is a microcode assist per vector (half the time of a causal
   // attention's forward pass at 64 keys went there). The same results.
   const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c::lo), _CMP_NLE_UQ); // (NaN: live)
-  x = _mm512_min_ps(_mm512_set1_ps(c::hi), _mm512_max_ps(_mm512_set1_ps(c::lo), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = tenfold::simd::min(_mm512_set1_ps(c::hi), tenfold::simd::max(_mm512_set1_ps(c::lo), x));
+  const __m512 n = tenfold::simd::roundscale<_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC>(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)));
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
   __m512 p = _mm512_set1_ps(c::poly[0]);

@@ -297,7 +297,7 @@ struct variance : reduction<variance<Sqrt, Correction>, reduce_result::floating>
       s0 += row.load(j), s1 += row.load(j + w), s2 += row.load(j + 2 * w), s3 += row.load(j + 3 * w);
     }
     for (; j + w <= hi; j += w) s0 += row.load(j);
-    I sum = xsimd::hadd((s0 + s1) + (s2 + s3));
+    I sum = tenfold::simd::hadd((s0 + s1) + (s2 + s3));
     for (; j < hi; ++j) sum += static_cast<I>(row.scalar(j));
     const I shift = sum / I(n);
     if (!(std::abs(shift) <= std::numeric_limits<I>::max())) return one_by_one(); // ±inf, NaN, or the sum overflowed
@@ -312,7 +312,7 @@ struct variance : reduction<variance<Sqrt, Correction>, reduce_result::floating>
       const B a = row.load(j) - c;
       d0 += a, q0 = xsimd::fma(a, a, q0);
     }
-    double sd = double(xsimd::hadd(d0 + d1)), sq = double(xsimd::hadd((q0 + q1) + (q2 + q3)));
+    double sd = double(tenfold::simd::hadd(d0 + d1)), sq = double(tenfold::simd::hadd((q0 + q1) + (q2 + q3)));
     for (; j < hi; ++j) {
       const double a = double(static_cast<I>(row.scalar(j))) - double(shift);
       sd += a, sq += a * a;
@@ -350,11 +350,15 @@ A logsumexp_block(const Row& row, index_t lo, index_t hi) {
   using B = xsimd::batch<I>;
   constexpr index_t w = B::size;
   A acc = Op::template identity<A>();
-  index_t j = lo;
+  // Whole vectors up to `body`, then the rest one by one. (`body` is computed up front: with a constant
+  // hi, GCC 12 carried a `j + w <= hi` loop's final j into the scalar tail before it folded the tail's
+  // guard, and warned -Waggressive-loop-optimizations in users' -O3 builds: cpu::store_run too.)
+  const index_t body = lo + (hi - lo) / w * w;
+  index_t j;
   I m = -std::numeric_limits<I>::infinity();
-  if (hi - lo >= w) {
+  if (body > lo) {
     B mv = row.load(lo);
-    for (j = lo + w; j + w <= hi; j += w) {
+    for (j = lo + w; j < body; j += w) {
       const B x = row.load(j);
       mv = xsimd::select(x > mv || xsimd::isnan(x), x, mv);
     }
@@ -362,7 +366,7 @@ A logsumexp_block(const Row& row, index_t lo, index_t hi) {
     mv.store_aligned(lane);
     for (index_t k = 0; k < w; ++k) m = lane[k] > m || lane[k] != lane[k] ? lane[k] : m;
   }
-  for (; j < hi; ++j) {
+  for (j = body; j < hi; ++j) {
     const I x = static_cast<I>(row.scalar(j));
     m = x > m || x != x ? x : m;
   }
@@ -372,13 +376,13 @@ A logsumexp_block(const Row& row, index_t lo, index_t hi) {
   }
   const B mb(m);
   B s0(I(0)), s1(I(0));
-  for (j = lo; j + 2 * w <= hi; j += 2 * w) {
+  for (j = lo; j + 2 * w <= body; j += 2 * w) {
     s0 += ops::exp::simd(row.load(j) - mb);
     s1 += ops::exp::simd(row.load(j + w) - mb);
   }
-  for (; j + w <= hi; j += w) s0 += ops::exp::simd(row.load(j) - mb);
-  I s = xsimd::hadd(s0 + s1);
-  for (; j < hi; ++j) s += std::exp(static_cast<I>(row.scalar(j)) - m);
+  if (j < body) s0 += ops::exp::simd(row.load(j) - mb);
+  I s = tenfold::simd::hadd(s0 + s1);
+  for (j = body; j < hi; ++j) s += std::exp(static_cast<I>(row.scalar(j)) - m);
   return Op::merge(acc, A{m, s});
 }
 
