@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <tenfold/tenfold.hpp>
@@ -242,23 +243,24 @@ TEST_CASE("attention: operands that are expressions or views; elementwise consum
   CHECK(std::memcmp(self.data(), expected.data(), sizeof(float) * self.size()) == 0);
 }
 
-TEST_CASE("attention: a threaded evaluation gives the bits of one row at a time", "[attention][determinism]") {
-  // Large enough to be split over the pool (ctest runs this with TENFOLD_NUM_THREADS 1 and 2). A single
-  // query row is too small to thread, and every element is computed by the same operations whatever
-  // the block it falls in: the bits must agree.
+TEST_CASE("attention: a threaded evaluation gives the bits of two rows at a time", "[attention][determinism]") {
+  // Large enough to be split over the pool (ctest runs this with TENFOLD_NUM_THREADS 1 and 2). Two
+  // query rows are too few to thread, and every element is computed by the same operations whatever
+  // the block it falls in: the bits must agree. (One row alone takes the one-query path, whose bits
+  // may differ: the next test.)
   Tensor<float, shape<4, 256, 64>> q, k, v;
   fill(q, 61, 2), fill(k, 62, 2), fill(v, 63);
   Tensor<float, shape<4, 256, 64>> y = attention(q, k, v), yc = attention(q, k, v, causal);
   bool same = true;
   for (index_t b = 0; b < 4; ++b)
-    for (index_t i = 0; i < 256; i += 5) {
-      Tensor<float, shape<1, 64>> qi, row;
+    for (index_t i = 0; i + 1 < 256; i += 5) {
+      Tensor<float, shape<2, 64>> qi, rows;
       Tensor<float, shape<256, 64>> kb, vb;
-      std::memcpy(qi.data(), &q(b, i, 0), sizeof(float) * 64);
+      std::memcpy(qi.data(), &q(b, i, 0), sizeof(float) * 2 * 64);
       std::memcpy(kb.data(), &k(b, 0, 0), sizeof(float) * 256 * 64);
       std::memcpy(vb.data(), &v(b, 0, 0), sizeof(float) * 256 * 64);
-      row = attention(qi, kb, vb);
-      for (index_t e = 0; e < 64; ++e) same = same && row(0, e) == y(b, i, e);
+      rows = attention(qi, kb, vb);
+      same = same && std::memcmp(rows.data(), &y(b, i, 0), sizeof(float) * 2 * 64) == 0;
     }
   CHECK(same);
   // Causal: a suffix of the queries keeps each row's visible keys (bottom-right alignment), and the
@@ -266,6 +268,122 @@ TEST_CASE("attention: a threaded evaluation gives the bits of one row at a time"
   Tensor<float, shape<4, 8, 64>> tail = attention(slice<whole, range<248, 256>, whole>(q), k, v, causal);
   CHECK(std::memcmp(tail.data(), &yc(0, 248, 0), sizeof(float) * 8 * 64) == 0);
   CHECK(std::memcmp(&tail(3, 0, 0), &yc(3, 248, 0), sizeof(float) * 8 * 64) == 0);
+}
+
+// One query row (a decode step) reads the keys and values where they lie (cpu/attention.hpp,
+// run_one_query): against the reference over key counts on both sides of a vector (16 floats or 8,
+// AVX-512 or AVX2), head dimensions with vector tails, causal and not, key_lengths (0 keys: 0), keys
+// scored -inf, f64, a k that is a view (the tiled pass), and its bits independent of the thread count.
+TEST_CASE("attention: one query row against its keys where they lie", "[attention][decode][determinism]") {
+  const auto check = [](auto tag, auto dims, std::uint64_t seed) {
+    using T = decltype(tag);
+    constexpr index_t B = 2, H = 3, Sk = decltype(dims)::dims[0], D = decltype(dims)::dims[1], Dv = decltype(dims)::dims[2];
+    Tensor<T, shape<B, H, 1, D>> q;
+    Tensor<T, shape<B, H, Sk, D>> k;
+    Tensor<T, shape<B, H, Sk, Dv>> v;
+    fill(q, seed, 2), fill(k, seed + 1, 2), fill(v, seed + 2);
+    for (index_t n : {index_t(1), index_t(7), index_t(8), index_t(15), index_t(16), index_t(17), Sk}) {
+      if (n > Sk) continue;
+      for (int c = 0; c < 2; ++c) {
+        Tensor<T, shape<B, H, 1, Dv>> y;
+        if (c == 1) y = attention(q, k, v, causal, first_keys(n));
+        else y = attention(q, k, v, first_keys(n));
+        double worst = 0;
+        for (index_t b = 0; b < B; ++b)
+          for (index_t h = 0; h < H; ++h) {
+            auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+            auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
+            auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
+            auto cmp = [&](index_t, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, 0, e)) - r))); };
+            reference(qa, ka, va, cmp, 1, n, D, Dv, c == 1, 1 / std::sqrt(ld(D)));
+          }
+        INFO((std::is_same_v<T, float> ? "f32" : "f64") << ", Sk " << Sk << ", D " << D << ", Dv " << Dv << ", keys " << n << ", causal " << c
+                                                         << ": worst error " << worst);
+        CHECK(worst <= 16 * std::numeric_limits<T>::epsilon());
+      }
+    }
+  };
+  check(float{}, shape<40, 32, 32>{}, 71);   // the decoder's heads
+  check(float{}, shape<17, 24, 20>{}, 72);   // D and Dv with vector tails (16 + 8, 16 + 4; AVX2 8 x 3, 16 + 4)
+  check(float{}, shape<33, 1, 70>{}, 73);    // D = 1; Dv 4 vectors + 2 + a tail (AVX-512)
+  check(float{}, shape<300, 64, 128>{}, 74); // more keys than a tile's block
+  check(double{}, shape<40, 12, 36>{}, 75);
+
+  // key_lengths: element b reads its first lens[b] keys (NaN past them would show); 0 keys give 0.
+  constexpr index_t B = 5, H = 2, Sk = 40, D = 32, Dv = 32;
+  Tensor<float, shape<B, H, 1, D>> q;
+  Tensor<float, shape<B, H, Sk, D>> k;
+  Tensor<float, shape<B, H, Sk, Dv>> v;
+  fill(q, 81, 2), fill(k, 82, 2), fill(v, 83);
+  Tensor<std::int32_t, shape<B>> lens{40, 17, 16, 1, 0};
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h)
+      for (index_t j = lens(b); j < Sk; ++j) {
+        for (index_t d = 0; d < D; ++d) k(b, h, j, d) = std::numeric_limits<float>::quiet_NaN();
+        for (index_t e = 0; e < Dv; ++e) v(b, h, j, e) = std::numeric_limits<float>::quiet_NaN();
+      }
+  Tensor<float, shape<B, H, 1, Dv>> y = attention(q, k, v, key_lengths(lens));
+  double worst = 0;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h) {
+      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
+      auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
+      auto cmp = [&](index_t, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, 0, e)) - r))); };
+      reference(qa, ka, va, cmp, 1, lens(b), D, Dv, false, 1 / std::sqrt(ld(D)));
+    }
+  INFO("key_lengths: worst error " << worst);
+  CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
+  for (index_t e = 0; e < Dv; ++e) CHECK(y(4, 1, 0, e) == 0.0f);
+
+  // Keys scored -inf weigh 0; a query whose every score is -inf gives 0.
+  Tensor<float, shape<1, D>> q1 = full<float, shape<1, D>>(1.0f);
+  Tensor<float, shape<20, D>> kp = full<float, shape<20, D>>(0.5f);
+  Tensor<float, shape<20, 3>> vp;
+  fill(vp, 84);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (index_t d = 0; d < D; ++d) kp(2, d) = kp(17, d) = -inf;
+  Tensor<float, shape<1, 3>> yp = attention(q1, kp, vp);
+  for (index_t e = 0; e < 3; ++e) {
+    double sum = 0;
+    for (index_t j = 0; j < 20; ++j)
+      if (j != 2 && j != 17) sum += vp(j, e);
+    CHECK(yp(0, e) == Approx(sum / 18).epsilon(1e-6));
+  }
+  kp = full<float, shape<20, D>>(-inf);
+  yp = attention(q1, kp, vp);
+  for (index_t e = 0; e < 3; ++e) CHECK(yp(0, e) == 0.0f);
+
+  // k stored transposed (a view: the tiled pass) gives the same values to rounding.
+  Tensor<float, shape<B, H, D, Sk>> kt;
+  fill(kt, 85, 2);
+  Tensor<float, shape<B, H, Sk, D>> kc = swapaxes<2, 3>(kt);
+  fill(v, 83);
+  Tensor<float, shape<B, H, 1, Dv>> y_view = attention(q, swapaxes<2, 3>(kt), v), y_rows = attention(q, kc, v);
+  double gap = 0;
+  for (index_t i = 0; i < y_view.size(); ++i) gap = std::max(gap, double(std::fabs(y_view.data()[i] - y_rows.data()[i])));
+  CHECK(gap <= 8 * std::numeric_limits<float>::epsilon());
+
+  // Enough work for the pool (ctest runs this with TENFOLD_NUM_THREADS 1 and 2): the bits of each batch
+  // element evaluated alone.
+  constexpr index_t BH = 16, Sl = 2048, Dl = 64;
+  auto ql = std::make_unique<Tensor<float, shape<BH, 1, Dl>>>();
+  auto kl = std::make_unique<Tensor<float, shape<BH, Sl, Dl>>>();
+  auto vl = std::make_unique<Tensor<float, shape<BH, Sl, Dl>>>();
+  fill(*ql, 86, 2), fill(*kl, 87, 2), fill(*vl, 88);
+  Tensor<float, shape<BH, 1, Dl>> all = attention(*ql, *kl, *vl);
+  bool same = true;
+  auto kb = std::make_unique<Tensor<float, shape<Sl, Dl>>>();
+  auto vb = std::make_unique<Tensor<float, shape<Sl, Dl>>>();
+  for (index_t b = 0; b < BH; ++b) {
+    Tensor<float, shape<1, Dl>> qb;
+    std::memcpy(qb.data(), &(*ql)(b, 0, 0), sizeof(float) * Dl);
+    std::memcpy(kb->data(), &(*kl)(b, 0, 0), sizeof(float) * Sl * Dl);
+    std::memcpy(vb->data(), &(*vl)(b, 0, 0), sizeof(float) * Sl * Dl);
+    Tensor<float, shape<1, Dl>> one = attention(qb, *kb, *vb);
+    same = same && std::memcmp(one.data(), &all(b, 0, 0), sizeof(float) * Dl) == 0;
+  }
+  CHECK(same);
 }
 
 namespace {

@@ -9,7 +9,9 @@
 // is per thread, grown to the largest size asked for and then kept: nothing is allocated after warm-up.
 // Both products run on one register-tiled micro-kernel (rows of A broadcast, panels of B in vectors).
 // Every output element is computed by the same sequence of operations whatever the thread count or the
-// task a row falls in, so results are bitwise independent of threading.
+// task a row falls in, so results are bitwise independent of threading. One query row alone (a decode
+// step) takes its own path (run_one_query, below: nothing packed); its last bits may differ from the
+// same row's evaluated among other queries.
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -211,6 +213,15 @@ void run_attention_tasks(index_t tasks, double flops, Task&& task) {
   }
 }
 
+// key_lengths were checked when the node was built; checked again when it runs, as the tensor may have
+// changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
+template <class N>
+void check_lengths_on_cpu(const N& n) {
+  if (n.lengths && n.lengths_on_device)
+    throw error("tenfold::attention: key_lengths in device memory (cuda::key_lengths) on the CPU: evaluate it with the CUDA evaluator");
+  if (n.lengths) detail::check_key_lengths(n.lengths, N::shape_type::dims[0], n.keys);
+}
+
 // Where a leaf's matrices are read in place by the tiles rather than copied: elements of T in dense
 // rows (each row right after the one before: a head of [B, heads, S, D], as measured) whose width is
 // whole NR-wide panels (as a right-hand operand, panel p is then the columns [p, p + NR) of the rows
@@ -269,11 +280,7 @@ void attention_blocks(const N& n, Finish&& finish, index_t sq = N::Sq, index_t n
   const LK& kl = detail::get<1>(n.args);
   const LV& vl = detail::get<2>(n.args);
   const T scale = static_cast<T>(n.scale);
-  // key_lengths were checked when the node was built; checked again here, as the tensor may have
-  // changed since (keys_of clamps, so a bad length could never read past k and v, but it is an error).
-  if (n.lengths && n.lengths_on_device)
-    throw error("tenfold::attention: key_lengths in device memory (cuda::key_lengths) on the CPU: evaluate it with the CUDA evaluator");
-  if (n.lengths) detail::check_key_lengths(n.lengths, S::dims[0], n.keys);
+  check_lengths_on_cpu(n);
   const std::uint64_t call = ++attention_calls;
   const auto& tiles = attention_tiles<T>;
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
@@ -354,6 +361,145 @@ index_t batch_offset(const Idx& idx) {
   return off;
 }
 
+// One query row (a decode step: the new position against its KV cache). The tiled pass above packs Kᵀ
+// and V per batch element for blocks of queries; for one query that packing and the tiles' edges were
+// most of the work (examples/decoder's decode step: attention 14% of the step, bench/RESULTS.md). Here
+// the keys and values are read where they lie: the scores are dot products of the scaled q with W keys
+// at a time (each key's products summed in a vector, the W vectors then summed across lanes together),
+// one softmax over the scores, and the value rows weighted in place (two chains of keys, so that the
+// FMAs' latency is not the bound). Needs k's and v's rows contiguous, of the compute type
+// (one_query_v); other layouts take the tiled pass.
+template <class L, class T>
+inline constexpr bool rows_in_place_v = std::is_same_v<std::remove_const_t<typename L::element_type>, T> && L::strides[L::rank - 1] == 1;
+template <class N, class T>
+inline constexpr bool one_query_v = rows_in_place_v<typename N::k_type, T> && rows_in_place_v<typename N::v_type, T>;
+
+template <class T>
+class one_query_workspace {
+  struct tag;
+
+ public:
+  scratch_buffer<T, tag> buf;
+  static one_query_workspace& local() {
+    [[maybe_unused]] static const bool registered = (register_scratch([] { local().buf.grow_to_largest(); }), true);
+    static thread_local one_query_workspace w;
+    return w;
+  }
+};
+
+// o[c, c + NV W) = Σ_j p[j] v[j, c ...] / l over j < n, for the NV vectors of columns at v (rows ldv apart).
+template <class T, int NV>
+void weighted_rows(const T* p, index_t n, const T* v, index_t ldv, T l, T* o) {
+  using B = batch<T>;
+  constexpr index_t W = lanes<T>;
+  B acc[2][NV];
+#pragma GCC unroll 8
+  for (int u = 0; u < NV; ++u) acc[0][u] = acc[1][u] = B(T(0));
+  index_t j = 0;
+  for (; j + 2 <= n; j += 2)
+#pragma GCC unroll 2
+    for (int c = 0; c < 2; ++c) {
+      const B pj(p[j + c]);
+#pragma GCC unroll 8
+      for (int u = 0; u < NV; ++u) acc[c][u] = xsimd::fma(pj, B::load_unaligned(v + (j + c) * ldv + u * W), acc[c][u]);
+    }
+  if (j < n) {
+    const B pj(p[j]);
+#pragma GCC unroll 8
+    for (int u = 0; u < NV; ++u) acc[0][u] = xsimd::fma(pj, B::load_unaligned(v + j * ldv + u * W), acc[0][u]);
+  }
+  const B lv(l);
+#pragma GCC unroll 8
+  for (int u = 0; u < NV; ++u) ((acc[0][u] + acc[1][u]) / lv).store_unaligned(o + u * W);
+}
+
+// o[0, Dv) = softmax(q kᵀ) v over the first n keys (q already scaled): s, scratch for round_up(n, W) scores.
+// No key, or every score -inf: o = 0 (as the tiled pass).
+template <class T, index_t D, index_t Dv>
+void one_query_row(const T* q, const T* k, index_t ldk, const T* v, index_t ldv, index_t n, T* s, T* o) {
+  using B = batch<T>;
+  constexpr index_t W = lanes<T>, dw = D / W * W, ew = Dv / W * W;
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  for (index_t j0 = 0; j0 < n; j0 += W) {
+    const index_t nj = std::min(W, n - j0);
+    const T* kr[W];
+    for (index_t e = 0; e < W; ++e) kr[e] = k + (j0 + std::min(e, nj - 1)) * ldk; // a short group repeats its last key
+    B acc[W];
+#pragma GCC unroll 16
+    for (index_t e = 0; e < W; ++e) acc[e] = B(T(0));
+    for (index_t d = 0; d < dw; d += W) {
+      const B qv = B::load_unaligned(q + d);
+#pragma GCC unroll 16
+      for (index_t e = 0; e < W; ++e) acc[e] = xsimd::fma(qv, B::load_unaligned(kr[e] + d), acc[e]);
+    }
+    lane_sums(acc, s + j0);
+    if constexpr (dw < D)
+      for (index_t e = 0; e < nj; ++e)
+        for (index_t d = dw; d < D; ++d) s[j0 + e] += q[d] * kr[e][d];
+  }
+  const index_t nw = round_up(n, W);
+  for (index_t j = n; j < nw; ++j) s[j] = neg_inf; // the last group's repeated keys: weight 0
+  B mx(neg_inf);
+  for (index_t j = 0; j < nw; j += W) mx = xsimd::max(mx, B::load_unaligned(s + j));
+  const T m = n > 0 ? lanes_max(mx) : neg_inf;
+  if (m == neg_inf) {
+    std::fill(o, o + Dv, T(0));
+    return;
+  }
+  B sum(T(0));
+  const B mv(m);
+  for (index_t j = 0; j < nw; j += W) {
+    const B p = ops::exp::simd(B::load_unaligned(s + j) - mv);
+    sum += p;
+    p.store_unaligned(s + j);
+  }
+  const T l = tenfold::simd::hadd(sum);
+  constexpr index_t chunks = ew / (4 * W), rest = ew / W % 4;
+  for (index_t c = 0; c < chunks; ++c) weighted_rows<T, 4>(s, n, v + c * 4 * W, ldv, l, o + c * 4 * W);
+  if constexpr (rest > 0) weighted_rows<T, int(rest)>(s, n, v + chunks * 4 * W, ldv, l, o + chunks * 4 * W);
+  for (index_t e = ew; e < Dv; ++e) {
+    T a = T(0);
+    for (index_t j = 0; j < n; ++j) a += s[j] * v[j * ldv + e];
+    o[e] = a / l;
+  }
+}
+
+// dst = attention for N with one query row (sq = 1), each batch element a task; nk as attention_blocks'.
+template <class Dst, class N>
+void run_one_query(const Dst& dst, const N& n, index_t nk) {
+  using T = compute_t<typename N::value_type>;
+  using S = typename N::shape_type;
+  constexpr int R = N::rank;
+  constexpr index_t D = N::D, Dv = N::Dv, W = lanes<T>;
+  constexpr index_t batches = detail::product(S::dims, 0, R - 2);
+  using LQ = typename N::q_type;
+  using LK = typename N::k_type;
+  using LV = typename N::v_type;
+  check_lengths_on_cpu(n);
+  const LQ& ql = detail::get<0>(n.args);
+  const LK& kl = detail::get<1>(n.args);
+  const LV& vl = detail::get<2>(n.args);
+  const T scale = static_cast<T>(n.scale);
+  auto task = [&](index_t t) {
+    std::array<index_t, R + 1> idx{};
+    detail::unravel<shape_from<prefix_dims<S, R - 2>()>>(t, idx.data());
+    const auto qm = batch_matrix<LQ, R>(ql, idx.data());
+    const auto km = batch_matrix<LK, R>(kl, idx.data());
+    const auto vm = batch_matrix<LV, R>(vl, idx.data());
+    const index_t keys = nk >= 0 ? nk : n.keys_of(idx[0]);
+    T* q = one_query_workspace<T>::local().buf.get(round_up(D, W) + round_up(N::Sk, W) + round_up(Dv, W));
+    T* s = q + round_up(D, W);
+    T* o = s + round_up(N::Sk, W);
+    for (index_t d = 0; d < D; ++d) q[d] = scale * static_cast<T>(static_cast<compute_t<typename LQ::value_type>>(qm.p[d * qm.cs]));
+    one_query_row<T, D, Dv>(q, km.p, km.rs, vm.p, vm.rs, n.visible(0, keys, 1), s, o);
+    using E = typename Dst::value_type;
+    E* out = dst.data() + batch_offset<Dst>(idx);
+    for (index_t e = 0; e < Dv; ++e) out[e * Dst::strides[R - 1]] = static_cast<E>(o[e]);
+  };
+  run_attention_tasks(batches, 2.0 * double(N::Sk) * double(D + Dv) * double(batches), task);
+}
+
+
 // dst: a writable leaf of N's shape; N's operands: strided leaves (the planner makes them so).
 template <class Dst, class N>
 void run_attention(const Dst& dst, const N& n, const attention_config& cfg = attention_config_for()) {
@@ -375,6 +521,8 @@ void run_attention(const Dst& dst, const N& n, const attention_config& cfg = att
       detail::find_length(detail::get<1>(n.args), nk);
       nk = std::min(nk, n.keys);
     }
+    if constexpr (one_query_v<N, T>)
+      if (sq == 1) return run_one_query(dst, n, nk);
     attention_blocks(n, [&](const auto& idx, index_t i0, index_t br, T* o, index_t ldo, const T*, const T* l) {
       // O / l; a row that saw no key (l = 0) is 0.
       const index_t off = batch_offset<Dst>(idx);
