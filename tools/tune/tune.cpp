@@ -69,7 +69,7 @@ std::vector<gemm_shape> shapes_of(gemm_shape_class c, bool quick) {
   switch (c) {
     case gemm_shape_class::few_rows:
       if (quick) return {{4, 1024, 1024}};
-      return {{1, 4096, 4096}, {4, 4096, 4096}, {16, 4096, 4096}, {16, 1536, 384}};
+      return {{1, 4096, 4096}, {4, 4096, 4096}, {8, 4096, 4096}, {16, 4096, 4096}, {16, 1536, 384}};
     case gemm_shape_class::small:
       if (quick) return {{64, 96, 128}};
       return {{64, 128, 256}, {96, 96, 200}, {128, 64, 128}, {32, 512, 128}};
@@ -172,7 +172,7 @@ std::vector<parameter> parameters(gemm_shape_class c, bool quick) {
     p.push_back({"mc_panels", quick ? std::vector<index_t>{8, 24} : std::vector<index_t>{4, 8, 12, 16, 24, 32, 48}, [](gemm_config& g) -> index_t& { return g.mc_panels; }});
   }
   p.push_back({"nc_panels", quick ? std::vector<index_t>{16, 32} : std::vector<index_t>{8, 16, 24, 32, 48, 64}, [](gemm_config& g) -> index_t& { return g.nc_panels; }});
-  if (few) p.push_back({"kc_in_place", {16, 32, 64, 128}, [](gemm_config& g) -> index_t& { return g.kc_in_place; }});
+  if (few) p.push_back({"kc_in_place", {8, 16, 32, 64, 128}, [](gemm_config& g) -> index_t& { return g.kc_in_place; }});
   if (few) p.push_back({"in_place_rows", {1, 4, 8, 16}, [](gemm_config& g) -> index_t& { return g.in_place_rows; }});
   if (!quick) p.push_back({"parts_per_thread", {1, 2, 3, 4}, [](gemm_config& g) -> index_t& { return g.parts_per_thread; }});
   return p;
