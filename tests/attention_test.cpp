@@ -50,6 +50,24 @@ void reference(const Q& q, const K& k, const V& v, O& out, index_t Sq, index_t S
   }
 }
 
+// The worst difference of y [B, H, Sq, Dv] from the reference for q [B, H, Sq, D], k and v, batch
+// element b reading its first keys(b) keys, scaled by 1 / sqrt(D).
+template <class Y, class Q, class K, class V, class Keys>
+double worst_error(const Y& y, const Q& q, const K& k, const V& v, Keys&& keys, bool is_causal) {
+  using S = typename Q::shape_type;
+  constexpr index_t B = S::dims[0], H = S::dims[1], Sq = S::dims[2], D = S::dims[3], Dv = Y::shape_type::dims[3];
+  double worst = 0;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h) {
+      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
+      auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
+      auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
+      auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
+      reference(qa, ka, va, cmp, Sq, keys(b), D, Dv, is_causal, 1 / std::sqrt(ld(D)));
+    }
+  return worst;
+}
+
 constexpr index_t max3(index_t a, index_t b, index_t c) { return std::max(a, std::max(b, c)); }
 
 // q [BQ, HQ, Sq, D], k [BK, HK, Sk, D], v [BV, HV, Sk, Dv]: batch and head axes broadcast.
@@ -288,15 +306,7 @@ TEST_CASE("attention: one query row against its keys where they lie", "[attentio
         Tensor<T, shape<B, H, 1, Dv>> y;
         if (c == 1) y = attention(q, k, v, causal, first_keys(n));
         else y = attention(q, k, v, first_keys(n));
-        double worst = 0;
-        for (index_t b = 0; b < B; ++b)
-          for (index_t h = 0; h < H; ++h) {
-            auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
-            auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
-            auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
-            auto cmp = [&](index_t, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, 0, e)) - r))); };
-            reference(qa, ka, va, cmp, 1, n, D, Dv, c == 1, 1 / std::sqrt(ld(D)));
-          }
+        const double worst = worst_error(y, q, k, v, [&](index_t) { return n; }, c == 1);
         INFO((std::is_same_v<T, float> ? "f32" : "f64") << ", Sk " << Sk << ", D " << D << ", Dv " << Dv << ", keys " << n << ", causal " << c
                                                          << ": worst error " << worst);
         CHECK(worst <= 16 * std::numeric_limits<T>::epsilon());
@@ -323,15 +333,7 @@ TEST_CASE("attention: one query row against its keys where they lie", "[attentio
         for (index_t e = 0; e < Dv; ++e) v(b, h, j, e) = std::numeric_limits<float>::quiet_NaN();
       }
   Tensor<float, shape<B, H, 1, Dv>> y = attention(q, k, v, key_lengths(lens));
-  double worst = 0;
-  for (index_t b = 0; b < B; ++b)
-    for (index_t h = 0; h < H; ++h) {
-      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
-      auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
-      auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
-      auto cmp = [&](index_t, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, 0, e)) - r))); };
-      reference(qa, ka, va, cmp, 1, lens(b), D, Dv, false, 1 / std::sqrt(ld(D)));
-    }
+  const double worst = worst_error(y, q, k, v, [&](index_t b) { return index_t(lens(b)); }, false);
   INFO("key_lengths: worst error " << worst);
   CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
   for (index_t e = 0; e < Dv; ++e) CHECK(y(4, 1, 0, e) == 0.0f);
@@ -460,15 +462,7 @@ TEST_CASE("attention: first_keys(n) reads the first n keys alone (a KV cache fil
       Tensor<float, shape<2, 3, Sq, Dv>> y;
       if (is_causal) y = attention(q, kn, vn, causal, first_keys(n));
       else y = attention(q, kn, vn, first_keys(n));
-      double worst = 0;
-      for (index_t b = 0; b < 2; ++b)
-        for (index_t h = 0; h < 3; ++h) {
-          auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
-          auto ka = [&](index_t j, index_t d) { return kn(b, h, j, d); };
-          auto va = [&](index_t j, index_t e) { return vn(b, h, j, e); };
-          auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
-          reference(qa, ka, va, cmp, Sq, n, D, Dv, is_causal, 1 / std::sqrt(ld(D)));
-        }
+      const double worst = worst_error(y, q, kn, vn, [&](index_t) { return n; }, is_causal);
       INFO("Sq " << Sq << ", first_keys(" << n << "), causal " << is_causal << ": worst error " << worst);
       CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
     }
@@ -503,15 +497,7 @@ TEST_CASE("attention: key_lengths(lens) reads each batch element's first lens[b]
         for (index_t e = 0; e < Dv; ++e) v(b, h, j, e) = std::numeric_limits<float>::quiet_NaN();
       }
   Tensor<float, shape<B, H, Sq, Dv>> y = attention(q, k, v, key_lengths(lens));
-  double worst = 0;
-  for (index_t b = 0; b < B; ++b)
-    for (index_t h = 0; h < H; ++h) {
-      auto qa = [&](index_t i, index_t d) { return q(b, h, i, d); };
-      auto ka = [&](index_t j, index_t d) { return k(b, h, j, d); };
-      auto va = [&](index_t j, index_t e) { return v(b, h, j, e); };
-      auto cmp = [&](index_t i, index_t e, ld r) { worst = std::max(worst, double(std::fabs(ld(y(b, h, i, e)) - r))); };
-      reference(qa, ka, va, cmp, Sq, lens(b), D, Dv, false, 1 / std::sqrt(ld(D)));
-    }
+  const double worst = worst_error(y, q, k, v, [&](index_t b) { return index_t(lens(b)); }, false);
   INFO("worst error " << worst);
   CHECK(worst <= 16 * std::numeric_limits<float>::epsilon()); // NaN fails it
   for (index_t i = 0; i < Sq; ++i) CHECK(y(3, 1, i, 7) == 0.0f); // no key: 0
