@@ -133,9 +133,13 @@ TEST_CASE("gemm: several MC, NC and KC blocks; B read in place for few rows", "[
   check_shape<float>(in_place, 100, 77);                 // the largest in-place range
   check_shape<float>(in_place + 1, 100, 77);             // the smallest packed one
   check_shape<float>(in_place + 1, 45, 1100);            // packed rows a page apart (pack_b's prefetch), k past its last group
-  // one row through a row-major B (gemm_one_row): blocks of 8 vectors, single vectors, a scalar tail
+  // one row through a row-major B (gemm_one_row): strips of 8, 4, 2 and 1 vectors, a scalar tail (and,
+  // cut in 2 and 3 parts, the same columns in other strips: the same bits)
   check_shape<float>(1, 70, 8 * 16 * 2 + 3 * 16 + 5);
+  check_shape<float>(1, 90, (8 + 4 + 2 + 1) * 16 + 7);
   check_shape<float>(1, 33, 8 * 8 + 8 + 3); // (8-lane vectors)
+  check_shape<float>(1, 41, (8 + 4 + 2 + 1) * 8 + 5);
+  check_shape<double>(1, 29, (4 + 2 + 1) * 8 + 3);
 }
 
 // Every configuration tools/tune may choose must give the reference result: tiny blocks put every

@@ -215,39 +215,45 @@ void gemm_dot_rows(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, co
   if constexpr (!Out::direct) out.epilogue(static_cast<const T*>(c), ldc, part.r0, rows, part.c0, cols);
 }
 
+// c[0, NV W) = a · B[:, 0, NV W) for one row a (its k-th value at a[k * acs]) and B's rows brs apart:
+// NV vectors of columns side by side, each element summed in k order.
+template <class T, int NV>
+void one_row_strip(const T* a, index_t acs, const T* b, index_t brs, index_t K, T* c) {
+  using B = batch<T>;
+  constexpr index_t W = index_t(B::size);
+  B acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = B(T(0));
+  for (index_t k = 0; k < K; ++k) {
+    const B x(a[k * acs]);
+    const T* row = b + k * brs;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[v] = xsimd::fma(x, B::load_unaligned(row + v * W), acc[v]);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v].store_unaligned(c + v * W);
+}
+
 // C[0, c0:c1] for one row of A and a row-major B read in place (a decode step: one token through a
 // weight matrix stored [in, out]). The tiled kernels give one row two vectors of accumulators, each
 // FMA waiting on the one before (the latency, 4 cycles, bounds them to a quarter of the FMA units);
-// here 8 vectors of columns run side by side. Each element is summed in k order, whatever rectangle a
-// thread gets; the choice of this kernel depends on M alone.
+// here 8 vectors of columns run side by side, and what is left of the columns as 4, 2 and 1 (a thread's
+// share of a 128-column weight is 4 vectors: one at a time, each k waited on the one before). Each
+// element is summed in k order, whatever rectangle a thread gets and whichever strip it falls in; the
+// choice of this kernel depends on M alone.
 template <class T, class Out>
 void gemm_one_row(const matrix_ref<T>& a, const matrix_ref<T>& b, index_t K, const gemm_part& part, const Out& out) {
-  using B = batch<T>;
-  constexpr index_t W = index_t(B::size), V = 8;
+  constexpr index_t W = index_t(batch<T>::size);
   const index_t cols = part.c1 - part.c0;
   T* c;
   if constexpr (Out::direct) c = out.c + part.c0;
   else c = gemm_workspace<T>::local().c.get(cols + W);
   const T* bp = b.p + part.c0;
   index_t j = 0;
-  for (; j + V * W <= cols; j += V * W) {
-    B acc[V];
-#pragma GCC unroll 8
-    for (index_t v = 0; v < V; ++v) acc[v] = B(T(0));
-    for (index_t k = 0; k < K; ++k) {
-      const B x(a.p[k * a.cs]);
-      const T* row = bp + k * b.rs + j;
-#pragma GCC unroll 8
-      for (index_t v = 0; v < V; ++v) acc[v] = xsimd::fma(x, B::load_unaligned(row + v * W), acc[v]);
-    }
-#pragma GCC unroll 8
-    for (index_t v = 0; v < V; ++v) acc[v].store_unaligned(c + j + v * W);
-  }
-  for (; j + W <= cols; j += W) {
-    B acc(T(0));
-    for (index_t k = 0; k < K; ++k) acc = xsimd::fma(B(a.p[k * a.cs]), B::load_unaligned(bp + k * b.rs + j), acc);
-    acc.store_unaligned(c + j);
-  }
+  for (; j + 8 * W <= cols; j += 8 * W) one_row_strip<T, 8>(a.p, a.cs, bp + j, b.rs, K, c + j);
+  if (j + 4 * W <= cols) one_row_strip<T, 4>(a.p, a.cs, bp + j, b.rs, K, c + j), j += 4 * W;
+  if (j + 2 * W <= cols) one_row_strip<T, 2>(a.p, a.cs, bp + j, b.rs, K, c + j), j += 2 * W;
+  if (j + W <= cols) one_row_strip<T, 1>(a.p, a.cs, bp + j, b.rs, K, c + j), j += W;
   for (; j < cols; ++j) {
     T acc = 0;
     for (index_t k = 0; k < K; ++k) acc = std::fma(a.p[k * a.cs], bp[k * b.rs + j], acc);
