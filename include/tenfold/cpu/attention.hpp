@@ -387,7 +387,7 @@ class one_query_workspace {
   }
 };
 
-// o[c, c + NV W) = Σ_j p[j] v[j, c ...] / l over j < n, for the NV vectors of columns at v (rows ldv apart).
+// o[0, NV W) = Σ_j p[j] v[j, 0 .. NV W) / l over j < n: NV vectors of columns of v (rows ldv apart).
 template <class T, int NV>
 void weighted_rows(const T* p, index_t n, const T* v, index_t ldv, T l, T* o) {
   using B = batch<T>;
