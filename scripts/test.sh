@@ -29,6 +29,7 @@ built=$(date +%s)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_init_order=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 rc=0
-ctest --test-dir "$build" --output-on-failure -j "$jobs" || rc=$?
+# (--timeout: a hung test, say a parallel region that never ends, fails after 10 minutes, not CTest's 25)
+ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 600 || rc=$?
 echo "scripts/test.sh: build $((built - start)) s, ctest $(($(date +%s) - built)) s"
 exit $rc
