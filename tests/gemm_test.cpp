@@ -160,6 +160,41 @@ TEST_CASE("gemm: configurations the tuner may choose (blocking, k slices, split 
   check_shape<float>(20, 10, 40, gemm_config{.kc = 0, .mc_panels = 0, .nc_panels = 1000, .kc_in_place = 0});
 }
 
+namespace {
+// B read in place with its rows a multiple of 2 KiB apart (a panel's rows in one or two L1 sets) is read
+// in k slices of kc_crowded rows (cpu::in_place_kc: 8 with 16 vector registers for fewer rows than a
+// register tile, else kc_in_place): the bits of the same product through a B whose rows are padded apart (not
+// crowded) in slices of that many rows (`isa_default`).
+void check_crowded(index_t M, index_t N, const cpu::gemm_config& isa_default) {
+  using cpu::gemm_config;
+  const index_t K = 75, padded = N + 16;
+  const operand<float> a(M, K, false, 300 + M), b(K, N, false, 400 + N);
+  std::vector<float> bp(std::size_t(K * padded), 0.0f);
+  for (index_t k = 0; k < K; ++k) std::memcpy(&bp[std::size_t(k * padded)], &b.data[std::size_t(k * N)], sizeof(float) * N);
+  auto product = [&](const float* bv, index_t ldb, const gemm_config& cfg) {
+    std::vector<float> c(std::size_t(M * N));
+    gemm_range<float>(a.ref(), matrix_ref<float>{bv, ldb, 1}, M, K, {0, M, 0, N}, cpu::gemm_direct_out<float>{c.data(), N}, cfg);
+    return c;
+  };
+  INFO("M=" << M << " N=" << N);
+  const auto crowded = product(b.data.data(), N, {}), spread = product(bp.data(), padded, isa_default);
+  REQUIRE(matches_reference<float>(a, b, crowded.data(), N));
+  CHECK(crowded == spread);
+  const auto crowded5 = product(b.data.data(), N, {.kc_crowded = 5}), spread5 = product(bp.data(), padded, {.kc_in_place = 5});
+  REQUIRE(matches_reference<float>(a, b, crowded5.data(), N));
+  CHECK(crowded5 == spread5);
+}
+} // namespace
+
+TEST_CASE("gemm: a few rows through a B whose rows are a multiple of 2 KiB apart", "[gemm][tune]") {
+  constexpr bool avx2_like = !cpu::gemm_tile<float>::wide_file; // (16 vector registers)
+  for (index_t N : {512, 1024 + 512}) { // (2 KiB and 6 KiB rows: two L1 sets)
+    check_crowded(3, N, avx2_like ? cpu::gemm_config{.kc_in_place = 8} : cpu::gemm_config{});
+    check_crowded(cpu::gemm_tile<float>::MR + 2, N, {}); // (two row blocks)
+    check_crowded(cpu::gemm_in_place_rows<float>, N, {});
+  }
+}
+
 // A matmul whose B is the larger operand goes along N unless its B is packed already or the
 // configuration names an axis (the cut itself never changes a bit: the case above).
 TEST_CASE("gemm: a matmul's automatic split axis", "[gemm]") {

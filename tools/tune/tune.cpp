@@ -140,6 +140,7 @@ std::string describe(const gemm_config& c) {
   o << "{.kc = " << c.kc << ", .mc_panels = " << c.mc_panels << ", .nc_panels = " << c.nc_panels << ", .kc_in_place = " << c.kc_in_place
     << ", .parts_per_thread = " << c.parts_per_thread << ", .split = gemm_split_axis::" << axes[int(c.split)];
   if (c.in_place_rows != gemm_config{}.in_place_rows) o << ", .in_place_rows = " << c.in_place_rows;
+  if (c.kc_crowded != gemm_config{}.kc_crowded) o << ", .kc_crowded = " << c.kc_crowded;
   o << "}";
   return o.str();
 }
@@ -173,6 +174,7 @@ std::vector<parameter> parameters(gemm_shape_class c, bool quick) {
   }
   p.push_back({"nc_panels", quick ? std::vector<index_t>{16, 32} : std::vector<index_t>{8, 16, 24, 32, 48, 64}, [](gemm_config& g) -> index_t& { return g.nc_panels; }});
   if (few) p.push_back({"kc_in_place", {8, 16, 32, 64, 128}, [](gemm_config& g) -> index_t& { return g.kc_in_place; }});
+  if (few) p.push_back({"kc_crowded", {8, 16, 32}, [](gemm_config& g) -> index_t& { return g.kc_crowded; }});
   if (few) p.push_back({"in_place_rows", {1, 4, 8, 16}, [](gemm_config& g) -> index_t& { return g.in_place_rows; }});
   if (!quick) p.push_back({"parts_per_thread", {1, 2, 3, 4}, [](gemm_config& g) -> index_t& { return g.parts_per_thread; }});
   return p;

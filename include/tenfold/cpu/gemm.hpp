@@ -270,6 +270,22 @@ bool reads_b_in_place(const OB& b, index_t M, const gemm_config& cfg) {
   else return false;
 }
 
+// The k slice of a product of M rows that reads B in place: kc_in_place, or where B's rows are a multiple
+// of 2 KiB apart (all of a panel's rows in one or two L1 sets) kc_crowded, by default 8 rows with 16
+// vector registers for fewer rows than a register tile (M < MR: each B vector feeds at most 5 FMAs, the
+// loads decide), else kc_in_place. Measured on Zen 5 (N = K = 4096, 8 rows against 32; bench/RESULTS.md):
+// the AVX2 build's M = 2-5 +25-60% on one thread and on two; M = 7-10 +10-25% on one thread but 10-20%
+// slower on two, M = 6 and 12 slower on both; the AVX-512 build (MR = 14) M = 8-16 30-40% slower.
+template <class T, class OB>
+index_t in_place_kc(const OB& b, index_t M, const gemm_config& cfg) {
+  if constexpr (std::is_same_v<OB, matrix_ref<T>>)
+    if (b.rs > 0 && b.rs * index_t(sizeof(T)) % 2048 == 0) {
+      if (cfg.kc_crowded > 0) return cfg.kc_crowded;
+      if (!gemm_tile<T>::wide_file && M < gemm_tile<T>::MR) return std::min<index_t>(cfg.kc_in_place, 8);
+    }
+  return cfg.kc_in_place;
+}
+
 // An A operand the kernels read where it lies instead of packing it (cpu/conv_padded.hpp: im2col over a
 // padded input): its row stride `lda` and k grouping `group` are constants, and it provides
 // a_offsets(a, k0, kc) (the k slice's group offsets) and a_panel(a, row, most, rows) (a panel's first value;
@@ -311,7 +327,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   index_t panel_k = 0;
   if constexpr (std::is_same_v<OB, matrix_ref<T>>)
     if (b.panels && c0 % NR == 0) panels = b.panels, panel_k = b.panel_k;
-  const index_t KC = std::max<index_t>(1, b_in_place ? cfg.kc_in_place : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
+  const index_t KC = std::max<index_t>(1, b_in_place ? in_place_kc<T>(b, M, cfg) : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
   constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
@@ -373,7 +389,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
           if constexpr (std::is_same_v<OB, matrix_ref<T>>)
             if (q < full) {
               bq = b.p + k0 * b.rs + j0 + q, ldb = b.rs;
-              // The k slice's rows of B (kc_in_place of them, each its own stream) are read a panel at a
+              // The k slice's rows of B (in_place_kc of them, each its own stream) are read a panel at a
               // time, too many streams for the hardware prefetchers: each row's part of the panel 8
               // panels on is asked for now, into L2. Measured on Zen 5 (one thread, K = N = 4096,
               // bench/RESULTS.md): M = 8 +20-30%, M = 16 +15-25% with AVX-512; M = 2 and 4 +40-50% with AVX2.

@@ -16,8 +16,8 @@ namespace tenfold::cpu {
 enum class gemm_split_axis { automatic, rows, columns };
 
 // The choices that do not change the micro-kernel (its register tile is the ISA's, cpu/gemm_kernels.hpp):
-// run-time values, so that the tuner tries them all in one program. Only kc, kc_in_place and in_place_rows
-// change the order of the sums (and so the last bits of C); the others move work between caches and threads.
+// run-time values, so that the tuner tries them all in one program. Only kc, kc_in_place, in_place_rows and
+// kc_crowded change the order of the sums (and so the last bits of C); the others move work between caches and threads.
 struct gemm_config {
   index_t kc = 256;             // k slice: a KC x NR panel of B and an MR x KC panel of A stay in L1
   index_t mc_panels = 24;       // MC = MR x mc_panels rows of A packed per block (a sixth of a 2 MiB L2)
@@ -31,6 +31,12 @@ struct gemm_config {
   // packing ran a 64 MiB B about 1.1x faster and a 2 MiB one 5-25% slower (bench/RESULTS.md): the
   // tool's few-rows search decides. Changes the order of the sums, as kc does.
   index_t in_place_rows = 0;
+  // k slice where B is read in place and its rows are a multiple of 2 KiB apart (N a multiple of 512
+  // floats: a power-of-two width, 1024, 4096), so that a panel's rows all fall into one or two of the
+  // L1's 64 sets (0: the ISA's choice, cpu::in_place_kc). On Zen 5's AVX2 build (one thread, M = 8,
+  // N = 1024, B in L2) 40 GFLOP/s with 32 rows a slice, 59-74 with 8 (bench/RESULTS.md). Changes the
+  // order of the sums, as kc does.
+  index_t kc_crowded = 0;
   static constexpr index_t max_nc_panels = 64; // convolution packs one k-row of NC columns on the stack
   friend constexpr bool operator==(const gemm_config&, const gemm_config&) = default;
 };

@@ -254,7 +254,7 @@ void run_gemm(const Dst& dst, const N& root, const More&... more) {
       m = dst.length();
       if (m == 0) return;
       // the scratch of the capacity's product, so that a longer length later allocates nothing
-      gemm_workspace<T>::local().reserve(M, N_, std::max(cfg.kc, cfg.kc_in_place),
+      gemm_workspace<T>::local().reserve(M, N_, std::max({cfg.kc, cfg.kc_in_place, cfg.kc_crowded}),
                                          gemm_tile<T>::MR * std::max<index_t>(1, cfg.mc_panels));
     }
     constexpr bool small = !fold && !bounded && use_small_gemm<Mm, T>();
