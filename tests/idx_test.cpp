@@ -12,7 +12,7 @@
 #include <string>
 #include <tenfold/io/idx.hpp>
 #include <tenfold/tenfold.hpp>
-#include <unistd.h>
+#include "temp_dir.hpp"
 #include <vector>
 
 using namespace tenfold;
@@ -22,12 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 const fs::path& temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tenfold_idx_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const tenfold_test::temp_directory dir("tenfold_idx_test");
+  return dir.path();
 }
 
 template <class T>

@@ -8,7 +8,7 @@
 #include <string>
 #include <tenfold/io/npy.hpp>
 #include <tenfold/tenfold.hpp>
-#include <unistd.h>
+#include "temp_dir.hpp"
 #include <vector>
 
 using namespace tenfold;
@@ -17,12 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 const fs::path& temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tenfold_npy_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const tenfold_test::temp_directory dir("tenfold_npy_test");
+  return dir.path();
 }
 
 std::string reference(const std::string& name) {

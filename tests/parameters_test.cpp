@@ -8,7 +8,7 @@
 #include <string>
 #include <tenfold/io/parameters.hpp>
 #include <tenfold/tenfold.hpp>
-#include <unistd.h>
+#include "temp_dir.hpp"
 #include <vector>
 
 using namespace tenfold;
@@ -17,12 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 std::string temp_path(const std::string& name) {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tenfold_parameters_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return (dir / name).string();
+  static const tenfold_test::temp_directory dir("tenfold_parameters_test");
+  return (dir.path() / name).string();
 }
 
 std::string reference_file() { return (fs::path(__FILE__).parent_path() / "data/io/reference.safetensors").string(); }

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 #include <tenfold/io/wordpiece.hpp>
-#include <unistd.h>
+#include "temp_dir.hpp"
 #include <vector>
 
 using namespace tenfold;
@@ -29,12 +29,8 @@ const io::wordpiece& bert() {
 }
 
 std::string write_file(const std::string& name, const std::string& bytes) {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tenfold_wordpiece_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  const std::string path = (dir / name).string();
+  static const tenfold_test::temp_directory dir("tenfold_wordpiece_test");
+  const std::string path = (dir.path() / name).string();
   std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
   return path;
 }
