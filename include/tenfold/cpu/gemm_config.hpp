@@ -33,9 +33,9 @@ struct gemm_config {
   index_t in_place_rows = 0;
   // k slice where B is read in place and its rows are a multiple of 2 KiB apart (N a multiple of 512
   // floats: a power-of-two width, 1024, 4096), so that a panel's rows all fall into one or two of the
-  // L1's 64 sets (0: the ISA's choice, cpu::in_place_kc). On Zen 5's AVX2 build (one thread, M = 8,
-  // N = 1024, B in L2) 40 GFLOP/s with 32 rows a slice, 59-74 with 8 (bench/RESULTS.md). Changes the
-  // order of the sums, as kc does.
+  // L1's 64 sets (0: the ISA's choice, cpu::in_place_kc). On Zen 5's AVX2 build (one thread, M = 2,
+  // N = 1024, K = 128: B in L2) 24 GFLOP/s with 32 rows a slice, 42 with 8 (bench/RESULTS.md). Changes
+  // the order of the sums, as kc does.
   index_t kc_crowded = 0;
   static constexpr index_t max_nc_panels = 64; // convolution packs one k-row of NC columns on the stack
   friend constexpr bool operator==(const gemm_config&, const gemm_config&) = default;
