@@ -169,16 +169,22 @@ class thread_pool {
       // Spin a little before sleeping: a model runs one parallel region after another, and a worker
       // woken through the condition variable starts tens of microseconds late (a sixth of a 16-token
       // MiniLM pass was the kernel's wake-ups). After TENFOLD_POOL_SPIN_US without work it sleeps.
+      // It yields its core now and then: with more threads than cores, the thread that owns a region's
+      // task i (run_on_own_threads) may be waiting for one (4 threads on 2 cores: ~220 us a region
+      // without the yield, 13-30 us with it; nothing measurable with a core each: bench/RESULTS.md).
       std::uint64_t r = region_.load(std::memory_order_acquire);
       const auto give_up = std::chrono::steady_clock::now() + spin_time;
       for (int spin = 1; !fresh(r) && !stop_.load(std::memory_order_relaxed); ++spin) {
         pause();
-        if (spin % 64 == 0 && std::chrono::steady_clock::now() > give_up) {
-          std::unique_lock<std::mutex> lk(m_);
-          sleepers_.fetch_add(1);
-          wake_.wait(lk, [&] { return stop_.load() || fresh(r = region_.load()); });
-          sleepers_.fetch_sub(1);
-          break;
+        if (spin % 64 == 0) {
+          std::this_thread::yield();
+          if (std::chrono::steady_clock::now() > give_up) {
+            std::unique_lock<std::mutex> lk(m_);
+            sleepers_.fetch_add(1);
+            wake_.wait(lk, [&] { return stop_.load() || fresh(r = region_.load()); });
+            sleepers_.fetch_sub(1);
+            break;
+          }
         }
         r = region_.load(std::memory_order_acquire);
       }
