@@ -184,6 +184,19 @@ void check_crowded(index_t M, index_t N, const cpu::gemm_config& isa_default) {
   REQUIRE(matches_reference<float>(a, b, crowded5.data(), N));
   CHECK(crowded5 == spread5);
 }
+
+// The product of M rows read through B in place (k slices of 16) against B packed in the same slices,
+// and cut into parts.
+void check_in_place_blocks(index_t M, index_t N) {
+  constexpr index_t K = 75, kc = 16, pad = 3;
+  const cpu::gemm_config in_place{.kc_in_place = kc}, packed{.kc = kc, .in_place_rows = 1};
+  const operand<float> a(M, K, false, 500 + M), b(K, N, false, 600 + N);
+  INFO("M=" << M << " N=" << N << (cpu::gemm_in_place_wide<float>(M) ? " (wide blocks)" : ""));
+  const auto c = run_direct<float>(a, b, 1, pad, in_place);
+  REQUIRE(matches_reference<float>(a, b, c.data(), N + pad));
+  CHECK(c == run_direct<float>(a, b, 1, pad, packed));
+  for (index_t parts : {2, 3, 5}) CHECK(c == run_direct<float>(a, b, parts, pad, in_place));
+}
 } // namespace
 
 TEST_CASE("gemm: a few rows through a B whose rows are a multiple of 2 KiB apart", "[gemm][tune]") {
@@ -193,6 +206,21 @@ TEST_CASE("gemm: a few rows through a B whose rows are a multiple of 2 KiB apart
     check_crowded(cpu::gemm_tile<float>::MR + 2, N, {}); // (two row blocks)
     check_crowded(cpu::gemm_in_place_rows<float>, N, {});
   }
+}
+
+// A few rows through a B read in place take, where cpu::gemm_in_place_wide says so (16 vector
+// registers: M = 3, 4 and 7-12), blocks of up to 4 rows and panels of 3 vectors, the columns past the
+// last such panel packed: the bits of the same product with B packed in slices of as many rows, and of
+// any cut of its columns into parts (cut at multiples of the tile's NR: parts start inside a wide panel).
+TEST_CASE("gemm: a few rows through a B read in place, in wider blocks", "[gemm]") {
+  using G = cpu::gemm_tile<float>;
+  using IP = cpu::gemm_in_place_tile<float>;
+  STATIC_REQUIRE(cpu::gemm_in_place_wide<float>(8) == IP::used);
+  STATIC_REQUIRE(cpu::gemm_in_place_wide<float>(3) == IP::used);
+  STATIC_REQUIRE_FALSE(cpu::gemm_in_place_wide<float>(2));
+  STATIC_REQUIRE_FALSE(cpu::gemm_in_place_wide<float>(G::MR)); // (one block of the tile's rows)
+  for (index_t M = 2; M <= cpu::gemm_in_place_rows<float>; ++M)
+    for (index_t r : {index_t(0), index_t(5), G::W, G::W + 3, G::NR, IP::NR - 1}) check_in_place_blocks(M, 5 * IP::NR + r);
 }
 
 // A matmul whose B is the larger operand goes along N unless its B is packed already or the

@@ -286,6 +286,22 @@ index_t in_place_kc(const OB& b, index_t M, const gemm_config& cfg) {
   return cfg.kc_in_place;
 }
 
+// Whether a product of M rows that reads B in place takes gemm_in_place_tile's blocks (up to 4 rows, 3
+// vectors of B) rather than the tile's (up to MR rows, NV vectors): where they load fewer values per FMA,
+// (NVw bw + M) / (NVw M) < (NV b + M) / (NV M) with bw and b the blocks of each. On 16 registers that is
+// M = 3, 4 and 7-12, not 5 and 6 (one block of 5 or 6 rows against two). M = 2 streams B from memory at
+// two rows per value and measured 5-10% slower with the wider blocks on two threads: left to the tile.
+// Measured on Zen 5's AVX2 build (K = N = 4096, GFLOP/s, bench/RESULTS.md): M = 8 one thread 42 -> 50,
+// two threads 73 -> 91-95; M = 7 and 9 +7-20%; M = 5, 6 and 10 (two threads) within the noise.
+template <class T>
+constexpr bool gemm_in_place_wide(index_t M) {
+  using G = gemm_tile<T>;
+  using IP = gemm_in_place_tile<T>;
+  if (!IP::used || M < 3) return false;
+  const index_t b = (M + G::MR - 1) / G::MR, bw = (M + IP::MR - 1) / IP::MR;
+  return (IP::NV * bw + M) * G::NV < (G::NV * b + M) * IP::NV;
+}
+
 // An A operand the kernels read where it lies instead of packing it (cpu/conv_padded.hpp: im2col over a
 // padded input): its row stride `lda` and k grouping `group` are constants, and it provides
 // a_offsets(a, k0, kc) (the k slice's group offsets) and a_panel(a, row, most, rows) (a panel's first value;
@@ -321,6 +337,9 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
     if (M == 1 && b.cs == 1) return gemm_one_row<T>(a, b, K, part, out);
   }
   const bool b_in_place = reads_b_in_place<T>(b, M, cfg);
+  // The blocks and panel width where B is read in place and A is a matrix (packed by blocks of rows).
+  const bool wide = std::is_same_v<OA, matrix_ref<T>> && b_in_place && gemm_in_place_wide<T>(M);
+  const index_t MRb = wide ? gemm_in_place_tile<T>::MR : MR, NRi = wide ? gemm_in_place_tile<T>::NR : NR;
   // B packed already (a Prepacked weight): its panels are read where pack_b's copy would be; the same
   // values in the same layout, so the same bits. (Its panels start at multiples of NR columns.)
   const T* panels = nullptr;
@@ -338,8 +357,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
     for (index_t k0 = kb; k0 == kb || k0 < ke; k0 += KC) {
       const index_t kc = std::min(KC, ke - k0);
       const bool last = k0 + kc >= ke;
-      const index_t full = b_in_place ? nc / NR * NR : 0; // panels read in place
-      T* bp = panels ? nullptr : ws.b.get(kc * (np - full));
+      const index_t full = b_in_place ? nc / NRi * NRi : 0; // panels read in place (NRi wide)
+      T* bp = panels ? nullptr : ws.b.get(kc * ((nc - full + NR - 1) / NR * NR));
       if (!panels) pack_b<T>(b, k0, kc, j0 + full, nc - full, bp);
       [[maybe_unused]] const index_t* goff = nullptr;
       if constexpr (Lda > 0) goff = a_offsets(a, k0, kc);
@@ -352,7 +371,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
         // (pack_a packs such a block as one panel of its rows, in groups of 1; conv's implicit A packs in
         // its own groups, and an A read in place cuts its blocks at its output rows.)
         const bool even_blocks = std::is_same_v<OA, matrix_ref<T>> && b_in_place;
-        const index_t blocks = (mc + MR - 1) / MR, even = mc / blocks, extra = mc % blocks;
+        const index_t blocks = (mc + MRb - 1) / MRb, even = mc / blocks, extra = mc % blocks;
         auto block_rows = [&](index_t blk, index_t p) { return even_blocks ? even + (blk < extra ? 1 : 0) : std::min(MR, mc - p); };
         T* ap = nullptr;
         [[maybe_unused]] index_t group, kcg = 0;
@@ -372,7 +391,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
         T* cblk;
         if constexpr (Out::direct) ldc = out.ldc, cblk = out.c + i0 * ldc + j0;
         else ldc = lds, cblk = scratch + (i0 - r0) * lds;
-        for (index_t q = 0; q < nc; q += NR) {
+        for (index_t q = 0; q < nc; q += q < full ? NRi : NR) {
           // Scratch rows are padded to whole panels; the destination is not. A panel at most one vector
           // wide (its other half zeros) takes the one-vector kernels.
           const index_t real = std::min(NR, nc - q), cols = Out::direct ? real : real <= G::W ? G::W : NR;
@@ -393,7 +412,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
               // time, too many streams for the hardware prefetchers: each row's part of the panel 8
               // panels on is asked for now, into L2. Measured on Zen 5 (one thread, K = N = 4096,
               // bench/RESULTS.md): M = 8 +20-30%, M = 16 +15-25% with AVX-512; M = 2 and 4 +40-50% with AVX2.
-              constexpr index_t ahead = 8 * NR;
+              const index_t ahead = 8 * NRi;
               if (q + ahead < full)
                 for (index_t kk = 0; kk < kc; ++kk) {
                   __builtin_prefetch(bq + kk * ldb + ahead, 0, 2);
@@ -404,7 +423,10 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
             index_t rows = block_rows(blk, p);
             const T* at = ap + p * kcg;
             if constexpr (Lda > 0) at = a_panel(a, i0 + p, rows, rows); // (rows of one output row)
-            table[cols == whole][rows - 1](at, goff, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > kb);
+            if (wide && q < full) {
+              if constexpr (gemm_in_place_tile<T>::used)
+                gemm_in_place_kernels<T>[rows - 1](at, goff, bq, ldb, kc, cblk + p * ldc + q, ldc, NRi, k0 > kb);
+            } else table[cols == whole][rows - 1](at, goff, bq, ldb, kc, cblk + p * ldc + q, ldc, cols, k0 > kb);
             p += rows;
           }
         }

@@ -113,4 +113,18 @@ inline constexpr auto gemm_kernel_row = []<std::size_t... R>(std::index_sequence
 template <class T, index_t NV, index_t G, index_t Lda = 0>
 inline constexpr std::array<std::array<gemm_kernel_fn<T>, gemm_tile<T>::MR>, 2> gemm_kernel_table{gemm_kernel_row<T, false, NV, G, Lda>,
                                                                                                     gemm_kernel_row<T, true, NV, G, Lda>};
+
+// A few rows through a B read in place (cpu/gemm.hpp), on 16 vector registers: row blocks of up to 4
+// rows with three vectors of B per k (4 x 3W: 12 accumulators, 3 B vectors, 1 broadcast), 12 FMAs per 7
+// loads where a 4-row block of the 6 x 2W tile does 8 per 6. Full tiles only; cpu::gemm_in_place_wide
+// says which products take them. (With 32 registers the 14 x 2W tile's blocks load little enough.)
+template <class T>
+struct gemm_in_place_tile {
+  static constexpr bool used = !gemm_tile<T>::wide_file;
+  static constexpr index_t MR = 4, NV = 3, NR = NV * gemm_tile<T>::W;
+};
+template <class T>
+inline constexpr auto gemm_in_place_kernels = []<std::size_t... R>(std::index_sequence<R...>) {
+  return std::array<gemm_kernel_fn<T>, sizeof...(R)>{&gemm_micro_kernel<T, int(R) + 1, true, gemm_in_place_tile<T>::NV>...};
+}(std::make_index_sequence<gemm_in_place_tile<T>::MR>{});
 } // namespace tenfold::cpu

@@ -7,6 +7,7 @@
 // could grow it later. prepare_scratch() grows every thread's buffers to the largest size any thread
 // has asked for: after a warm-up run and prepare_scratch(), running the same expressions again
 // allocates nothing, whatever the schedule (tests/alloc_test.cpp counts it).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -15,9 +16,22 @@
 
 #include "tenfold/cpu/thread_pool.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TENFOLD_ASAN_SCRATCH 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENFOLD_ASAN_SCRATCH 1
+#endif
+#endif
+#if defined(TENFOLD_ASAN_SCRATCH)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tenfold::cpu {
 
 // One kind of per-thread buffer: Tag tells the kinds apart (each remembers its own largest size).
+// Under AddressSanitizer what lies past the size last asked for is poisoned: a kernel that writes or
+// reads past its own request is reported even where an earlier, larger request left the room.
 template <class T, class Tag>
 class scratch_buffer {
   struct aligned_delete {
@@ -30,11 +44,18 @@ class scratch_buffer {
  public:
   T* get(index_t n) {
     if (n > size_) {
+#if defined(TENFOLD_ASAN_SCRATCH)
+      if (p_) ASAN_UNPOISON_MEMORY_REGION(p_.get(), std::size_t(size_) * sizeof(T));
+#endif
       p_.reset(static_cast<T*>(::operator new[](std::size_t(n) * sizeof(T), std::align_val_t(default_alignment))));
       size_ = n;
       for (index_t l = largest_.load(std::memory_order_relaxed); n > l && !largest_.compare_exchange_weak(l, n);) {
       }
     }
+#if defined(TENFOLD_ASAN_SCRATCH)
+    ASAN_UNPOISON_MEMORY_REGION(p_.get(), std::size_t(std::max<index_t>(n, 0)) * sizeof(T));
+    ASAN_POISON_MEMORY_REGION(p_.get() + std::max<index_t>(n, 0), std::size_t(size_ - std::max<index_t>(n, 0)) * sizeof(T));
+#endif
     return p_.get();
   }
   void grow_to_largest() { get(largest_.load()); }
