@@ -42,9 +42,11 @@ struct gemm_tile {
 // cols < NR goes through a register-sized buffer so that nothing past the tile is touched.
 // NV: the vectors of each B row used (the tile's NV, or 1 for a product at most one vector wide, whose
 // packed panels' second half is zeros: half the FMAs, the same sums in the same order).
-template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1, index_t Lda = 0>
-void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols,
-                       bool accumulate) {
+// Pack (gemm_packing_kernel, below): B is read in place and each of its k rows is also stored to `pk`,
+// NV W values a row: the packed panel, for the row blocks after this one.
+template <class T, int Rows, bool Full, index_t NV, index_t Group, index_t Lda, bool Pack>
+TENFOLD_INLINE void gemm_micro_kernel_body(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc,
+                                           index_t cols, bool accumulate, T* pk, index_t ahead) {
   using G = gemm_tile<T>;
   using B = batch<T>;
   constexpr index_t W = G::W;
@@ -68,8 +70,17 @@ void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb,
     const T* ag = Lda > 0 ? a + *goff++ : a;
     for (index_t j = 0; j < g; ++j) {
       B bv[NV];
+      if constexpr (Pack)
+        if (ahead > 0)
+#pragma GCC unroll 4
+          for (index_t o = 0; o < NV * W; o += index_t(64 / sizeof(T))) __builtin_prefetch(b + ahead + o, 0, 2);
 #pragma GCC unroll 4
       for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+      if constexpr (Pack) {
+#pragma GCC unroll 4
+        for (index_t v = 0; v < NV; ++v) bv[v].store_aligned(pk + v * W);
+        pk += NV * W;
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < Rows; ++r) {
         const B av(ag[r * (Lda > 0 ? Lda : Group) + j]);
@@ -99,6 +110,27 @@ void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb,
     }
   }
 }
+template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1, index_t Lda = 0>
+void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols,
+                       bool accumulate) {
+  gemm_micro_kernel_body<T, Rows, Full, NV, Group, Lda, false>(a, goff, b, ldb, kc, c, ldc, cols, accumulate, nullptr, 0);
+}
+
+// A full MR x NR tile (or fewer rows) over a k-major A panel (Group 1) and a row-major B read in place,
+// rows ldb apart, that stores B's panel to pk (kc x NR, as pack_b lays it out) as it goes: the first row
+// block of a product packs B while it computes instead of in a pass of its own before. `ahead` > 0:
+// each row's values that many columns on (the next panels' first kernel) are asked for into L2.
+template <class T>
+using gemm_packing_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, bool, T*, index_t);
+template <class T, int Rows>
+void gemm_packing_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, bool accumulate, T* pk, index_t ahead) {
+  gemm_micro_kernel_body<T, Rows, true, gemm_tile<T>::NV, 1, 0, true>(a, nullptr, b, ldb, kc, c, ldc, gemm_tile<T>::NR, accumulate, pk,
+                                                                       ahead);
+}
+template <class T>
+inline constexpr auto gemm_packing_kernels = []<std::size_t... R>(std::index_sequence<R...>) {
+  return std::array<gemm_packing_fn<T>, sizeof...(R)>{&gemm_packing_kernel<T, int(R) + 1>...};
+}(std::make_index_sequence<gemm_tile<T>::MR>{});
 
 // The kernel for `rows` (1..MR) rows and full or partial columns, chosen at run time from tables built
 // at compile time: gemm_kernel_table<T, NV, G, Lda>[cols == NV * W][rows - 1], for the A panel's grouping
