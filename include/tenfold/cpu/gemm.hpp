@@ -346,15 +346,15 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   index_t panel_k = 0;
   if constexpr (std::is_same_v<OB, matrix_ref<T>>)
     if (b.panels && c0 % NR == 0) panels = b.panels, panel_k = b.panel_k;
-  // A row-major B that is packed: the first row block's kernels pack each full panel as they read it
-  // (gemm_packing_kernel), pack_b only the last, partial one. The copy's loads then overlap the FMAs
-  // instead of running before them. Measured on Zen 5 (one thread, GFLOP/s, bench/RESULTS.md): AVX2 M =
-  // 16, K = N = 4096 65-68 -> 70-76, 32 x 4096 x 4096 77 -> 83, AVX-512 112-131 -> 158-164; 1024^3 and
-  // 2048^3 within the noise.
-  // (pack_a packs a matrix A in Group 1 panels, which the packing kernels read.)
+  // A row-major B that is packed, under at least MR rows: the first row block's kernel (MR rows) packs
+  // each full panel as it reads it (gemm_packing_kernel), pack_b only the last, partial one. The copy's
+  // loads then overlap the FMAs instead of running before them. Measured on Zen 5 (one thread, GFLOP/s,
+  // bench/RESULTS.md): AVX2 M = 16, K = N = 4096 65-68 -> 70-76, 32 x 4096 x 4096 77 -> 83, AVX-512
+  // 112-131 -> 158-164; 1024^3 and 2048^3 within the noise. (pack_a packs a matrix A in Group 1
+  // panels, which the packing kernel reads.)
   bool packs_in_kernel = false;
   if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>)
-    packs_in_kernel = !b_in_place && !panels && b.cs == 1;
+    packs_in_kernel = !b_in_place && !panels && b.cs == 1 && r1 - r0 >= MR;
   const index_t KC = std::max<index_t>(1, b_in_place ? in_place_kc<T>(b, M, cfg) : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
   constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
@@ -436,8 +436,8 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
             if (q < by_kernel && i0 == r0 && p == 0) {
               if constexpr (std::is_same_v<OB, matrix_ref<T>>) {
                 constexpr index_t ahead = 2 * NR; // (two panels on: 2-4 alike with AVX2 on Zen 5, 4 slower with AVX-512)
-                gemm_packing_kernels<T>[rows - 1](at, b.p + k0 * b.rs + j0 + q, b.rs, kc, cblk + q, ldc, k0 > kb, bp + q * kc,
-                                                  q + ahead < by_kernel ? ahead : 0);
+                gemm_packing_kernel<T>(at, b.p + k0 * b.rs + j0 + q, b.rs, kc, cblk + q, ldc, k0 > kb, bp + q * kc,
+                                       q + ahead < by_kernel ? ahead : 0);
               }
             } else if (wide && q < full) {
               if constexpr (gemm_in_place_tile<T>::used)

@@ -116,21 +116,17 @@ void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb,
   gemm_micro_kernel_body<T, Rows, Full, NV, Group, Lda, false>(a, goff, b, ldb, kc, c, ldc, cols, accumulate, nullptr, 0);
 }
 
-// A full MR x NR tile (or fewer rows) over a k-major A panel (Group 1) and a row-major B read in place,
-// rows ldb apart, that stores B's panel to pk (kc x NR, as pack_b lays it out) as it goes: the first row
-// block of a product packs B while it computes instead of in a pass of its own before. `ahead` > 0:
-// each row's values that many columns on (the next panels' first kernel) are asked for into L2.
+// A full MR x NR tile over a k-major A panel (Group 1) and a row-major B read in place, rows ldb apart,
+// that stores B's panel to pk (kc x NR, as pack_b lays it out) as it goes: the first row block of a
+// product packs B while it computes instead of in a pass of its own before. `ahead` > 0: each row's
+// values that many columns on (the next panels' first kernel) are asked for into L2. Full rows only:
+// one more kernel per element type (every row count cost a translation unit that instantiates the GEMM
+// about 1.5 s more at -O3 on AVX-512, 14 kernels).
 template <class T>
-using gemm_packing_fn = void (*)(const T*, const T*, index_t, index_t, T*, index_t, bool, T*, index_t);
-template <class T, int Rows>
 void gemm_packing_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, bool accumulate, T* pk, index_t ahead) {
-  gemm_micro_kernel_body<T, Rows, true, gemm_tile<T>::NV, 1, 0, true>(a, nullptr, b, ldb, kc, c, ldc, gemm_tile<T>::NR, accumulate, pk,
-                                                                       ahead);
+  using G = gemm_tile<T>;
+  gemm_micro_kernel_body<T, int(G::MR), true, G::NV, 1, 0, true>(a, nullptr, b, ldb, kc, c, ldc, G::NR, accumulate, pk, ahead);
 }
-template <class T>
-inline constexpr auto gemm_packing_kernels = []<std::size_t... R>(std::index_sequence<R...>) {
-  return std::array<gemm_packing_fn<T>, sizeof...(R)>{&gemm_packing_kernel<T, int(R) + 1>...};
-}(std::make_index_sequence<gemm_tile<T>::MR>{});
 
 // The kernel for `rows` (1..MR) rows and full or partial columns, chosen at run time from tables built
 // at compile time: gemm_kernel_table<T, NV, G, Lda>[cols == NV * W][rows - 1], for the A panel's grouping
