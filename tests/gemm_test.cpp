@@ -223,6 +223,76 @@ TEST_CASE("gemm: a few rows through a B read in place, in wider blocks", "[gemm]
     for (index_t r : {index_t(0), index_t(5), G::W, G::W + 3, G::NR, IP::NR - 1}) check_in_place_blocks(M, 5 * IP::NR + r);
 }
 
+// The first row block's kernels ask for the rows of B that the next panels need (cpu/gemm.hpp's
+// row_major_prefetch; a prefetch changes no value, so the other cases cannot see it): walked as
+// gemm_range walks B, the far streams ask for every row of every group of panels once, but the first
+// block's first group, the near streams for every row of every full panel two on, and nothing outside B's
+// rows [kb, ke) and the range's columns.
+TEST_CASE("gemm: the first row block's kernels ask for each row of the coming panels once, inside B", "[gemm]") {
+  constexpr index_t NR = cpu::gemm_tile<float>::NR, group = cpu::prefetch_group<float>;
+  for (index_t rows : {0, 1, 5, 256, 301})
+    for (index_t parts : {1, 2, 3, 14}) {
+      index_t next = 0;
+      for (index_t i = 0; i < parts; ++i) {
+        const cpu::prefetch_share s = cpu::share_of(rows, i, parts);
+        CHECK(s.first == next);
+        next += s.rows;
+      }
+      CHECK(next == rows);
+    }
+  // a stream asks for exactly its rows over a kernel's kc steps, more rows than steps included
+  std::vector<float> buf(4096);
+  for (index_t kc : {1, 4, 256})
+    for (index_t rows : {index_t(0), index_t(1), index_t(3), kc, kc + 5}) {
+      cpu::panel_prefetch<float> st{buf.data(), 7, rows, 16};
+      for (index_t k = 0; k < kc; ++k) st.step(kc);
+      CHECK(st.p == buf.data() + rows * 7);
+    }
+  struct walk {
+    index_t K, kb, ke, N, c0, c1, KC, NC, blocks;
+  };
+  const walk walks[] = {{300, 0, 300, 40 * NR + 5, 0, 40 * NR + 5, 64, 2 * group * NR + 3 * NR, 2},
+                        {97, 10, 90, 9 * group * NR, group * NR, 7 * group * NR + 2 * NR, 256, 3 * group * NR, 3},
+                        {45, 0, 45, group * NR - 1, 0, group * NR - 1, 20, group * NR, 1}};
+  for (const walk& w : walks) {
+    std::vector<float> b(std::size_t(w.K * w.N));
+    const matrix_ref<float> bref{b.data(), w.N, 1};
+    std::vector<int> far(b.size()), near(b.size()); // how often each line's first value is asked for
+    bool inside = true;
+    auto mark = [&](std::vector<int>& seen, const cpu::panel_prefetch<float>& st) {
+      if (st.rows == 0) return;
+      const index_t off = st.p - b.data(), row = off / w.N, col = off % w.N;
+      inside = inside && row >= w.kb && row + st.rows <= w.ke && col >= w.c0 && col + st.width <= w.c1;
+      for (index_t r = 0; r < st.rows; ++r)
+        for (index_t c = 0; c < st.width; c += 16) ++seen[std::size_t((row + r) * w.N + col + c)];
+    };
+    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
+      for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
+        const index_t kc = std::min(w.KC, w.ke - k0), nc = std::min(w.NC, w.c1 - j0);
+        for (index_t q = 0; q + NR <= nc; q += NR)
+          for (index_t blk = 0; blk < w.blocks; ++blk) {
+            const auto s = cpu::row_major_prefetch<float>(bref, {k0, kc, j0, nc, w.kb, w.ke, w.c1, w.KC, w.NC}, q, blk, w.blocks);
+            mark(near, s[0]);
+            mark(far, s[1]);
+          }
+      }
+    CHECK(inside);
+    bool near_once = true, far_once = true;
+    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
+      for (index_t k = w.kb; k < w.ke; ++k) {
+        const index_t full = std::min(w.NC, w.c1 - j0) / NR * NR;
+        for (index_t c = 0; c < full; c += 16) {
+          const std::size_t at = std::size_t(k * w.N + j0 + c);
+          near_once = near_once && near[at] == (c >= 2 * NR ? 1 : 0);
+          const bool first = j0 == w.c0 && k < w.kb + w.KC && c < group * NR;
+          far_once = far_once && far[at] == (c < full / (group * NR) * (group * NR) && !first ? 1 : 0);
+        }
+      }
+    CHECK(near_once);
+    CHECK(far_once);
+  }
+}
+
 // A matmul whose B is the larger operand goes along N unless its B is packed already or the
 // configuration names an axis (the cut itself never changes a bit: the case above).
 TEST_CASE("gemm: a matmul's automatic split axis", "[gemm]") {

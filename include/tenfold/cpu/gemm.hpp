@@ -312,6 +312,66 @@ constexpr index_t a_in_place_lda() {
   else return 0;
 }
 
+// What the first row block's full kernels ask for from memory (the packing kernel and
+// gemm_prefetching_kernel's panel_prefetch streams). B comes from memory once, through the first row
+// block: where only its first kernel on each panel asked for the next panels (at most 15 GB/s on Zen 5,
+// against 30 for a sequential read), the other kernels on the panel ran with the memory idle. Now each
+// full block of that row block asks for a share, so the reads run at an even rate under all its FMAs:
+//  - near: a share of the k slice's rows of the panel `prefetch_panels_ahead` on, its NR values each
+//    (a Prepacked weight's panel is contiguous: its rows NR apart);
+//  - far (a row-major B): a share of the next group of prefetch_group<T> panels, 1 KiB of each row.
+//    One line from each of kc rows 16 KiB apart (AVX2, N = 4096) read at 15 GB/s, runs of 1 KiB at
+//    22-30 (Zen 5, one thread). The group's rows are cut among its panels, then among the blocks.
+// Measured on Zen 5, one thread, K = N = 4096, GFLOP/s (bench/RESULTS.md): AVX2 M = 16 67-71 -> 79-91,
+// Prepacked 60 -> 90-93; AVX-512 M = 64 159 -> 182-185, Prepacked M = 32 141 -> 193; squares alike.
+inline constexpr index_t prefetch_panels_ahead = 2;
+template <class T>
+inline constexpr index_t prefetch_group = std::max<index_t>(1, 1024 / index_t(gemm_tile<T>::NR * sizeof(T)));
+struct prefetch_share {
+  index_t first, rows;
+};
+// Part `part` of `parts` of `rows` rows, in order: the parts cover each row once.
+constexpr prefetch_share share_of(index_t rows, index_t part, index_t parts) {
+  return {rows * part / parts, rows * (part + 1) / parts - rows * part / parts};
+}
+// Full block `blk` of `blocks` over the panel `panel` of a group of `group`: its share of the group's
+// k slice of `kc` rows (the far stream's; over the group's panels and blocks, each row once).
+constexpr prefetch_share far_share(index_t kc, index_t panel, index_t group, index_t blk, index_t blocks) {
+  const prefetch_share s = share_of(kc, panel % group, group), t = share_of(s.rows, blk, blocks);
+  return {s.first + t.first, t.rows};
+}
+
+// Where gemm_range's walk over a row-major B is: the block of k rows [k0, k0 + kc) and columns
+// [j0, j0 + nc) (its full panels packed by the first row block's kernels), within the range's k rows
+// [kb, ke) and columns [c0, c1) walked in blocks of KC rows and NC columns, k innermost.
+struct packed_block {
+  index_t k0, kc, j0, nc, kb, ke, c1, KC, NC;
+};
+// The near and far streams of full block `blk` of `blocks` over the panel at column j0 + q.
+template <class T>
+std::array<panel_prefetch<T>, 2> row_major_prefetch(const matrix_ref<T>& b, const packed_block& w, index_t q, index_t blk, index_t blocks) {
+  constexpr index_t NR = gemm_tile<T>::NR, ahead = prefetch_panels_ahead * NR, group = prefetch_group<T>;
+  std::array<panel_prefetch<T>, 2> s{};
+  const index_t full = w.nc / NR * NR;
+  if (q + ahead < full) {
+    const prefetch_share sh = share_of(w.kc, blk, blocks);
+    s[0] = {b.p + (w.k0 + sh.first) * b.rs + w.j0 + q + ahead, b.rs, sh.rows, NR};
+  }
+  const index_t g = q / NR / group + 1; // the next group: in this block, or the next block's first
+  if (g < full / NR / group) {
+    const prefetch_share sh = far_share(w.kc, q / NR, group, blk, blocks);
+    s[1] = {b.p + (w.k0 + sh.first) * b.rs + w.j0 + g * group * NR, b.rs, sh.rows, group * NR};
+  } else if (g == full / NR / group) {
+    const bool next_k = w.k0 + w.KC < w.ke;
+    const index_t k0 = next_k ? w.k0 + w.KC : w.kb, j0 = next_k ? w.j0 : w.j0 + w.NC, kc = std::min(w.KC, w.ke - k0);
+    if (j0 + group * NR <= std::min(j0 + w.NC, w.c1)) {
+      const prefetch_share sh = far_share(kc, q / NR, group, blk, blocks);
+      s[1] = {b.p + (k0 + sh.first) * b.rs + j0, b.rs, sh.rows, group * NR};
+    }
+  }
+  return s;
+}
+
 // C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] for an M x K by K x N product. Every element is summed in
 // the same order whatever the rectangle, so splitting C over threads never changes a bit. A and B are
 // operands that pack_a / pack_b accept: a strided matrix_ref, or an implicit one (cpu/conv_pack.hpp:
@@ -356,6 +416,10 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   if constexpr (std::is_same_v<OA, matrix_ref<T>> && std::is_same_v<OB, matrix_ref<T>>)
     packs_in_kernel = !b_in_place && !panels && b.cs == 1 && r1 - r0 >= MR;
   const index_t KC = std::max<index_t>(1, b_in_place ? in_place_kc<T>(b, M, cfg) : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
+  // The first row block's full kernels ask for B ahead (prefetch_share above): B packed by the first
+  // kernel, or Prepacked, under an A packed in Group 1 panels.
+  const bool prefetching = (packs_in_kernel || panels) && !b_in_place && a_in_place_lda<OA>() == 0;
+  constexpr index_t pf_ahead = prefetch_panels_ahead * NR;
   constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
@@ -381,7 +445,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
         // (pack_a packs such a block as one panel of its rows, in groups of 1; conv's implicit A packs in
         // its own groups, and an A read in place cuts its blocks at its output rows.)
         const bool even_blocks = std::is_same_v<OA, matrix_ref<T>> && b_in_place;
-        const index_t blocks = (mc + MRb - 1) / MRb, even = mc / blocks, extra = mc % blocks;
+        const index_t blocks = (mc + MRb - 1) / MRb, even = mc / blocks, extra = mc % blocks, fblocks = mc / MR;
         auto block_rows = [&](index_t blk, index_t p) { return even_blocks ? even + (blk < extra ? 1 : 0) : std::min(MR, mc - p); };
         T* ap = nullptr;
         [[maybe_unused]] index_t group, kcg = 0;
@@ -433,12 +497,20 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
             index_t rows = block_rows(blk, p);
             const T* at = ap + p * kcg;
             if constexpr (Lda > 0) at = a_panel(a, i0 + p, rows, rows); // (rows of one output row)
-            if (q < by_kernel && i0 == r0 && p == 0) {
+            const bool asks = prefetching && i0 == r0 && rows == MR && real == NR; // a full block of the first row block
+            if (asks && q < by_kernel) { // (B row-major, packed by the first block's kernel)
               if constexpr (std::is_same_v<OB, matrix_ref<T>>) {
-                constexpr index_t ahead = 2 * NR; // (two panels on: 2-4 alike with AVX2 on Zen 5, 4 slower with AVX-512)
-                gemm_packing_kernel<T>(at, b.p + k0 * b.rs + j0 + q, b.rs, kc, cblk + q, ldc, k0 > kb, bp + q * kc,
-                                       q + ahead < by_kernel ? ahead : 0);
+                const auto [near, far] = row_major_prefetch<T>(b, {k0, kc, j0, nc, kb, ke, c1, KC, NCr}, q, blk, fblocks);
+                if (p == 0) gemm_packing_kernel<T>(at, b.p + k0 * b.rs + j0 + q, b.rs, kc, cblk + q, ldc, k0 > kb, bp + q * kc, near, far);
+                else gemm_prefetching_kernel<T>(at, bq, kc, cblk + p * ldc + q, ldc, k0 > kb, near, far);
               }
+            } else if (asks && panels && group == 1) { // (a Prepacked B: its panels lie one after another)
+              panel_prefetch<T> near;
+              if (q + pf_ahead < nc) {
+                const prefetch_share sh = share_of(kc, blk, fblocks);
+                near = {panels + (j0 + q + pf_ahead) / NR * panel_k * NR + (k0 + sh.first) * NR, NR, sh.rows, NR};
+              }
+              gemm_prefetching_kernel<T>(at, bq, kc, cblk + p * ldc + q, ldc, k0 > kb, near, {});
             } else if (wide && q < full) {
               if constexpr (gemm_in_place_tile<T>::used)
                 gemm_in_place_kernels<T>[rows - 1](at, goff, bq, ldb, kc, cblk + p * ldc + q, ldc, NRi, k0 > kb);

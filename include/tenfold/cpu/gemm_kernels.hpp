@@ -16,6 +16,26 @@
 
 namespace tenfold::cpu {
 
+// Rows of B asked for by a kernel as it runs (into L1: prefetcht0): `rows` rows `ld` apart, `width`
+// values from each, spread evenly over the kernel's kc steps (one row every kc / rows steps). The
+// first row block's kernels over a panel share the rows that later kernels will read (cpu/gemm.hpp:
+// panel_prefetch_rows), so that the reads from memory run at an even rate through the whole product,
+// not in bursts that only the first kernel of each panel issues. Only the address is formed: a
+// prefetch neither faults nor reads anything the program sees.
+template <class T>
+struct panel_prefetch {
+  const T* p = nullptr;
+  index_t ld = 0, rows = 0, width = 0, count = 0;
+  TENFOLD_INLINE void step(index_t kc) {
+    count += rows;
+    while (count >= kc) { // (once per step at most, but where a share has more rows than the kernel steps)
+      count -= kc;
+      for (index_t o = 0; o < width; o += index_t(64 / sizeof(T))) __builtin_prefetch(p + o, 0, 3);
+      p += ld;
+    }
+  }
+};
+
 template <class T>
 struct gemm_tile {
   static constexpr index_t W = lanes<T>;
@@ -44,9 +64,12 @@ struct gemm_tile {
 // packed panels' second half is zeros: half the FMAs, the same sums in the same order).
 // Pack (gemm_packing_kernel, below): B is read in place and each of its k rows is also stored to `pk`,
 // NV W values a row: the packed panel, for the row blocks after this one.
-template <class T, int Rows, bool Full, index_t NV, index_t Group, index_t Lda, bool Pack>
+// Pf (the packing and the prefetching kernels): the kernel also asks for rows of B that later kernels
+// read, spread evenly over its k loop (a panel_prefetch stream each, see below).
+template <class T, int Rows, bool Full, index_t NV, index_t Group, index_t Lda, bool Pack, bool Pf = Pack>
 TENFOLD_INLINE void gemm_micro_kernel_body(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc,
-                                           index_t cols, bool accumulate, T* pk, index_t ahead) {
+                                           index_t cols, bool accumulate, T* pk, panel_prefetch<T> near = {},
+                                           panel_prefetch<T> far = {}) {
   using G = gemm_tile<T>;
   using B = batch<T>;
   constexpr index_t W = G::W;
@@ -70,10 +93,7 @@ TENFOLD_INLINE void gemm_micro_kernel_body(const T* a, const index_t* goff, cons
     const T* ag = Lda > 0 ? a + *goff++ : a;
     for (index_t j = 0; j < g; ++j) {
       B bv[NV];
-      if constexpr (Pack)
-        if (ahead > 0)
-#pragma GCC unroll 4
-          for (index_t o = 0; o < NV * W; o += index_t(64 / sizeof(T))) __builtin_prefetch(b + ahead + o, 0, 2);
+      if constexpr (Pf) near.step(kc), far.step(kc);
 #pragma GCC unroll 4
       for (index_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
       if constexpr (Pack) {
@@ -113,19 +133,28 @@ TENFOLD_INLINE void gemm_micro_kernel_body(const T* a, const index_t* goff, cons
 template <class T, int Rows, bool Full, index_t NV = gemm_tile<T>::NV, index_t Group = 1, index_t Lda = 0>
 void gemm_micro_kernel(const T* a, const index_t* goff, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, index_t cols,
                        bool accumulate) {
-  gemm_micro_kernel_body<T, Rows, Full, NV, Group, Lda, false>(a, goff, b, ldb, kc, c, ldc, cols, accumulate, nullptr, 0);
+  gemm_micro_kernel_body<T, Rows, Full, NV, Group, Lda, false>(a, goff, b, ldb, kc, c, ldc, cols, accumulate, nullptr);
 }
 
 // A full MR x NR tile over a k-major A panel (Group 1) and a row-major B read in place, rows ldb apart,
 // that stores B's panel to pk (kc x NR, as pack_b lays it out) as it goes: the first row block of a
-// product packs B while it computes instead of in a pass of its own before. `ahead` > 0: each row's
-// values that many columns on (the next panels' first kernel) are asked for into L2. Full rows only:
-// one more kernel per element type (every row count cost a translation unit that instantiates the GEMM
-// about 1.5 s more at -O3 on AVX-512, 14 kernels).
+// product packs B while it computes instead of in a pass of its own before. Full rows only: one more
+// kernel per element type (every row count cost a translation unit that instantiates the GEMM about
+// 1.5 s more at -O3 on AVX-512, 14 kernels).
 template <class T>
-void gemm_packing_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, bool accumulate, T* pk, index_t ahead) {
+void gemm_packing_kernel(const T* a, const T* b, index_t ldb, index_t kc, T* c, index_t ldc, bool accumulate, T* pk,
+                         const panel_prefetch<T>& near, const panel_prefetch<T>& far) {
   using G = gemm_tile<T>;
-  gemm_micro_kernel_body<T, int(G::MR), true, G::NV, 1, 0, true>(a, nullptr, b, ldb, kc, c, ldc, G::NR, accumulate, pk, ahead);
+  gemm_micro_kernel_body<T, int(G::MR), true, G::NV, 1, 0, true>(a, nullptr, b, ldb, kc, c, ldc, G::NR, accumulate, pk, near, far);
+}
+// The full MR x NR tile over packed panels of A and B that also asks for rows of B (the first row
+// block's other full blocks, cpu/gemm.hpp): the same sums as gemm_micro_kernel's.
+template <class T>
+void gemm_prefetching_kernel(const T* a, const T* b, index_t kc, T* c, index_t ldc, bool accumulate, const panel_prefetch<T>& near,
+                             const panel_prefetch<T>& far) {
+  using G = gemm_tile<T>;
+  gemm_micro_kernel_body<T, int(G::MR), true, G::NV, 1, 0, false, true>(a, nullptr, b, G::NR, kc, c, ldc, G::NR, accumulate, nullptr,
+                                                                       near, far);
 }
 
 // The kernel for `rows` (1..MR) rows and full or partial columns, chosen at run time from tables built
