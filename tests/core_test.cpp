@@ -1,5 +1,8 @@
 // Tensors, expressions, broadcasting, element types, aliasing and the expression-lifetime guarantees.
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <tenfold/dist/communicator.hpp>
 #include <tenfold/tenfold.hpp>
 
@@ -27,6 +30,45 @@ TEST_CASE("large tensors live on the heap, so they may be locals", "[core]") {
   t = t + 1.0f;
   CHECK(t(4095, 4095) == 1.0f);
   STATIC_REQUIRE(sizeof(t) < 64);
+}
+
+// Buffers from 2 MiB on start on a 2 MiB boundary and are advised for transparent huge pages
+// (core/buffer.hpp): Linux's smaps says "THPeligible: 1" for their mapping where the system lends huge
+// pages on advice or always, whether or not it had one to give at the time.
+TEST_CASE("large buffers start on a huge page boundary and are advised for huge pages", "[core]") {
+  STATIC_REQUIRE(detail::buffer_alignment(std::size_t(2) << 20, 64) == std::size_t(2) << 20);
+  STATIC_REQUIRE(detail::buffer_alignment((std::size_t(2) << 20) - 1, 64) == 64);
+  Tensor<float, shape<1024, 1024>> big; // 4 MiB
+  CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % (std::size_t(2) << 20) == 0);
+  Tensor<float, shape<100, 100>> small;
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
+  arena_buffer arena(std::size_t(3) << 20), none;
+  CHECK(arena.size() == std::size_t(3) << 20);
+  CHECK(reinterpret_cast<std::uintptr_t>(arena.data()) % (std::size_t(2) << 20) == 0);
+  CHECK(none.data() == nullptr);
+  std::byte* p = arena.data();
+  none = std::move(arena);
+  CHECK((none.data() == p && none.size() == std::size_t(3) << 20 && arena.data() == nullptr));
+#if defined(__linux__)
+  std::string mode;
+  if (std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled"); f) std::getline(f, mode);
+  if (mode.find("[always]") == std::string::npos && mode.find("[madvise]") == std::string::npos) {
+    WARN("transparent huge pages are off here ('" << mode << "'): the advice is not checked");
+    return;
+  }
+  // the smaps entry of the mapping holding the tensor
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(big.data());
+  bool inside = false, found = false, eligible = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) // (a mapping's first line: its address range)
+      inside = lo <= at && at < hi, found = found || inside;
+    else if (inside && line.rfind("THPeligible:", 0) == 0) eligible = line.find('1') != std::string::npos;
+  }
+  CHECK(found);
+  CHECK(eligible);
+#endif
 }
 
 TEST_CASE("broadcasting follows NumPy", "[core]") {

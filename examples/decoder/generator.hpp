@@ -41,14 +41,11 @@ struct generator {
 
   // The largest plan: the prefill's MLP (a [T, hidden] operand) and attention's rotated q.
   static constexpr index_t arena_bytes = index_t(sizeof(float)) * (4 * T * hidden + 4 * T * width);
-  struct aligned_free {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
+  arena_buffer arena{std::size_t(arena_bytes)};
   template <class D, class E>
   void set(D&& dst, E&& e) { // (dst: a tensor or a view of one)
     static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::generator::arena_bytes is too small for this expression");
-    eval(std::forward<D>(dst), std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+    eval(std::forward<D>(dst), std::forward<E>(e), arena.span());
   }
 
   rope_tables<float, T, head_dim> rope;

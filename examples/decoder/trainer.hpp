@@ -37,14 +37,11 @@ struct replica {
   // The largest plan among the step's expressions: attention's backward pass (the probabilities and
   // their gradient, B x heads x T x T each, with the rotated q and k and a few [N, width] operands).
   static constexpr index_t arena_bytes = index_t(sizeof(float)) * (3 * B * heads * T * T + 8 * N * hidden);
-  struct aligned_free {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<std::byte[], aligned_free> arena{static_cast<std::byte*>(::operator new[](std::size_t(arena_bytes), std::align_val_t(64)))};
+  arena_buffer arena{std::size_t(arena_bytes)};
   template <class D, class E>
   void set(D& dst, E&& e) {
     static_assert(eval_arena_bytes<D, E> <= arena_bytes, "gpt::replica::arena_bytes is too small for this expression");
-    eval(dst, std::forward<E>(e), std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+    eval(dst, std::forward<E>(e), arena.span());
   }
   // Statements run as one step in the same arena, the products several of them read computed once
   // (save_forward: the logits for the loss and its three gradients; the backward product that a norm's
@@ -53,7 +50,7 @@ struct replica {
   void run_shared(const S& s) {
     const auto shared = save_forward(s);
     static_assert(step_plan<std::remove_cvref_t<decltype(shared)>>::bytes <= arena_bytes, "gpt::replica::arena_bytes is too small for this step");
-    run_step(shared, std::span<std::byte>(arena.get(), std::size_t(arena_bytes)));
+    run_step(shared, arena.span());
   }
 
   rope_tables<float, T, head_dim> rope;

@@ -211,11 +211,7 @@ struct trainer {
       std::declval<parameters&>(), std::declval<const Tensor<float, shape<B, 28, 28, 1>>&>(),
       std::declval<const Tensor<std::int64_t, shape<B>>&>(), std::declval<rng&>(), std::declval<Comm&>()))>;
 
-  struct aligned_free {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<std::byte[], aligned_free> arena; // made by the first step, of the plan's size
-  index_t arena_size = 0;
+  arena_buffer arena; // made by the first step, of the plan's size
   // per row: 1 for this rank's rows, 0 for padding; the loss weight, 1 / (global batch) or 0
   Tensor<float, shape<B>> row_mask, row_weight;
   shard rows{0, 0, 0};
@@ -343,15 +339,12 @@ void trainer<B>::run(parameters& p, const Tensor<float, shape<B, 28, 28, 1>>& x,
     for (index_t i = 0; i < B; ++i) row_mask(i) = i < rows.count ? 1.0f : 0.0f;
     row_weight = row_mask * (1.0f / float(rows.global));
   }
-  if (arena_size < plan::bytes) { // the first step: the arena, once
-    arena.reset(static_cast<std::byte*>(::operator new[](std::size_t(plan::bytes), std::align_val_t(64))));
-    arena_size = plan::bytes;
-  }
+  if (arena.size() < std::size_t(plan::bytes)) arena = arena_buffer(std::size_t(plan::bytes)); // the first step: the arena, once
   // this rank's rows of the global batch's dropout mask
   const philox_stream global_draw = dropout_rng.reserve(std::uint64_t(rows.global * hidden));
   rng mine(global_draw.seed);
   mine.advance(global_draw.offset + std::uint64_t(rows.first * hidden));
-  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  const std::span<std::byte> a = arena.span();
   run_step(statements(p, x, labels, mine, comm), a, on_buckets<float, bucket_bytes>(on_bucket));
 }
 
@@ -365,7 +358,7 @@ float trainer<B>::step(parameters& p, optimizer_state& s, optim::adam& opt, floa
   auto start = [&](int k, std::span<float> b) { buckets[std::size_t(k)] = comm.allreduce_start(b); };
   run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
   for (auto& b : buckets) comm.wait(b);
-  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  const std::span<std::byte> a = arena.span();
   auto d = [&a](const auto& slot) { return plan::kept(a, slot); };
   opt.begin_step(lr);
   opt.update(p.w1, s.w1, d(g.w1)), opt.update(p.g1, s.g1, d(g.g1)), opt.update(p.b1, s.b1, d(g.b1));
@@ -383,7 +376,7 @@ float trainer<B>::step(parameters& p, sharded_optimizer<Comm>& opt, float lr,
   using dist::trained;
   auto start = [&opt](int k, std::span<float> b) { opt.start_bucket(k, b); };
   run(p, x, labels, part, dropout_rng, comm, bucket_callback::of(start));
-  const std::span<std::byte> a(arena.get(), std::size_t(arena_size));
+  const std::span<std::byte> a = arena.span();
   opt.update(lr, a, trained(p.w1, g.w1), trained(p.g1, g.g1), trained(p.b1, g.b1), trained(p.w2, g.w2),
              trained(p.g2, g.g2), trained(p.b2, g.b2), trained(p.w3, g.w3), trained(p.b3, g.b3), trained(p.w4, g.w4),
              trained(p.b4, g.b4));

@@ -324,9 +324,9 @@ int train_model(const options& o, Comm& comm, const dataset<train_count>& train,
   if (!root) return 0;
   save(*p, weights_path, o.epochs, accuracy);
   std::printf("wrote %s, %s and %s\n", csv_path.c_str(), png_path.c_str(), weights_path.c_str());
-  if (t->arena_size > 0) // (the CPU's step ran)
+  if (t->arena.size() > 0) // (the CPU's step ran)
     std::printf("training step: arena %.1f MB, planned at compile time (stage outputs, their gradients, temporaries)\n",
-                double(t->arena_size) / 1e6);
+                double(t->arena.size()) / 1e6);
 #if defined(TENFOLD_TRACE) // (a build with -DTENFOLD_TRACE=1 in every unit: where the time went, nest by nest)
   std::fprintf(stderr, "%s", tenfold::trace::summary().c_str());
 #endif

@@ -23,6 +23,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "tenfold/core/buffer.hpp"
 #include "tenfold/core/tensor_map.hpp"
 
 namespace tenfold {
@@ -136,7 +137,9 @@ class packed {
     requires(I < groups)
   static constexpr index_t group_end = offsets[first_member[I + 1]];
 
-  packed() : data_(new(std::align_val_t(default_alignment)) T[std::size_t(size)]()) {}
+  packed() : data_(static_cast<T*>(detail::allocate_buffer(sizeof(T) * std::size_t(size), default_alignment))) {
+    std::uninitialized_value_construct_n(data_.get(), std::size_t(size)); // (zeros)
+  }
 
   T* data() noexcept { return data_.get(); }
   const T* data() const noexcept { return data_.get(); }
@@ -160,7 +163,7 @@ class packed {
 
  private:
   struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(default_alignment)); }
+    void operator()(T* p) const { detail::free_buffer(p, sizeof(T) * std::size_t(size), default_alignment); }
   };
   std::unique_ptr<T[], aligned_delete> data_;
 };

@@ -1,11 +1,13 @@
 #pragma once
 // Owned tensor storage: small tensors live inline (on the stack when the Tensor is), larger ones in
-// one 64-byte-aligned heap block obtained once at construction. `Tensor<float, shape<4096, 4096>> t;`
-// in a function therefore never touches the stack beyond a pointer.
+// one 64-byte-aligned heap block obtained once at construction (core/buffer.hpp: from 2 MiB on, on a
+// huge page boundary). `Tensor<float, shape<4096, 4096>> t;` in a function therefore never touches the
+// stack beyond a pointer.
 #include <cstring>
 #include <new>
 #include <type_traits>
 
+#include "tenfold/core/buffer.hpp"
 #include "tenfold/core/config.hpp"
 
 namespace tenfold::detail {
@@ -31,12 +33,12 @@ class storage<T, N, false> {
   T* data_;
 
   static T* allocate() {
-    void* p = ::operator new(sizeof(T) * N, std::align_val_t{default_alignment});
+    void* p = allocate_buffer(sizeof(T) * N, default_alignment);
     std::memset(p, 0, sizeof(T) * N); // never garbage: a fresh tensor reads as zeros
     return static_cast<T*>(p);
   }
   void release() noexcept {
-    if (data_) ::operator delete(data_, std::align_val_t{default_alignment});
+    if (data_) free_buffer(data_, sizeof(T) * N, default_alignment);
   }
 
  public:

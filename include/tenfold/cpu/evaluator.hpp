@@ -2,6 +2,7 @@
 // The CPU evaluator: `tenfold::eval(dst, expr)` and Tensor assignment land here. One loop nest per
 // assignment, chosen at compile time from the expression type: elementwise trees run as flat (or
 // row-wise) SIMD loops split across the thread pool; a reduction or scan at the root runs its own kernel.
+#include "tenfold/core/buffer.hpp"
 #include "tenfold/core/tensor.hpp"
 #include "tenfold/core/trace.hpp"
 #include "tenfold/cpu/attention.hpp"
@@ -438,8 +439,9 @@ auto as_destination(X&& x) {
 } // namespace detail
 
 namespace detail {
-struct aligned_delete {
-  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(plan::arena_alignment)); }
+template <std::size_t Bytes>
+struct arena_delete {
+  void operator()(std::byte* p) const { free_buffer(p, Bytes, plan::arena_alignment); }
 };
 
 template <class Dst, class Src, class Buffers>
@@ -490,8 +492,8 @@ void eval(Dst&& dst, Src&& src) {
   using O = std::remove_const_t<decltype(detail::as_destination(dst))>;
   using N = decltype(detail::expand_to<typename O::shape_type>(detail::as_node(std::forward<Src>(src))));
   using P = arena_plan<N, O>;
-  std::unique_ptr<std::byte[], detail::aligned_delete> block;
-  if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(::operator new[](P::bytes, std::align_val_t(plan::arena_alignment))));
+  std::unique_ptr<std::byte[], detail::arena_delete<P::bytes>> block;
+  if constexpr (P::bytes > 0) block.reset(static_cast<std::byte*>(detail::allocate_buffer(P::bytes, plan::arena_alignment)));
   cpu::arena_buffers slots{block.get(), P::offsets.data(), P::buffers};
   detail::eval_with(std::forward<Dst>(dst), std::forward<Src>(src), slots);
 }

@@ -6,6 +6,7 @@
 #include <new>
 #include <span>
 
+#include "tenfold/core/buffer.hpp"
 #include "tenfold/cpu/evaluator.hpp"
 #include "tenfold/cpu/step.hpp"
 #include "tenfold/plan/program.hpp"
@@ -23,7 +24,7 @@ class program {
   // The arena is allocated here, once.
   explicit program(Model& m) : model_(&m) {
     if constexpr (arena_bytes > 0)
-      owned_.reset(static_cast<std::byte*>(::operator new[](arena_bytes, std::align_val_t(tenfold::plan::arena_alignment))));
+      owned_.reset(static_cast<std::byte*>(detail::allocate_buffer(arena_bytes, tenfold::plan::arena_alignment)));
     arena_ = owned_.get();
   }
   // The arena is the caller's (static storage, a pool): it must hold arena_bytes, 64-byte aligned.
@@ -47,7 +48,7 @@ class program {
 
  private:
   struct aligned_delete {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(tenfold::plan::arena_alignment)); }
+    void operator()(std::byte* p) const { detail::free_buffer(p, arena_bytes, tenfold::plan::arena_alignment); }
   };
   Model* model_;
   std::unique_ptr<std::byte[], aligned_delete> owned_;
