@@ -322,9 +322,14 @@ constexpr index_t a_in_place_lda() {
 //  - far (a row-major B): a share of the next group of prefetch_group<T> panels, 1 KiB of each row.
 //    One line from each of kc rows 16 KiB apart (AVX2, N = 4096) read at 15 GB/s, runs of 1 KiB at
 //    22-30 (Zen 5, one thread). The group's rows are cut among its panels, then among the blocks.
-// Measured on Zen 5, one thread, K = N = 4096, GFLOP/s (bench/RESULTS.md): AVX2 M = 16 67-71 -> 79-91,
-// Prepacked 60 -> 90-93; AVX-512 M = 64 159 -> 182-185, Prepacked M = 32 141 -> 193; squares alike.
-inline constexpr index_t prefetch_panels_ahead = 2;
+// Measured on Zen 5, one thread, K = N = 4096, B in 2 MiB pages (tensors of 2 MiB or more are:
+// core/buffer.hpp), GFLOP/s (bench/RESULTS.md): AVX2 M = 16 67-71 -> 79-91, Prepacked 60 -> 90-93;
+// AVX-512 M = 64 159 -> 182-185, Prepacked M = 32 141 -> 193; squares alike. (In 4 KiB pages the far
+// stream costs more than it gives: M = 16 64 -> 52-59; the near one alone 64 -> 66.)
+// Only the first prefetch_blocks full blocks ask: in a taller product the other blocks of the first row
+// block run the plain kernels (AVX2 256 x 256 x 256, B in L2 with nothing to ask for: 106 -> 90 GFLOP/s
+// with all 24 blocks asking, 108 with 4).
+inline constexpr index_t prefetch_panels_ahead = 2, prefetch_blocks = 4;
 template <class T>
 inline constexpr index_t prefetch_group = std::max<index_t>(1, 1024 / index_t(gemm_tile<T>::NR * sizeof(T)));
 struct prefetch_share {
@@ -445,7 +450,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
         // (pack_a packs such a block as one panel of its rows, in groups of 1; conv's implicit A packs in
         // its own groups, and an A read in place cuts its blocks at its output rows.)
         const bool even_blocks = std::is_same_v<OA, matrix_ref<T>> && b_in_place;
-        const index_t blocks = (mc + MRb - 1) / MRb, even = mc / blocks, extra = mc % blocks, fblocks = mc / MR;
+        const index_t blocks = (mc + MRb - 1) / MRb, even = mc / blocks, extra = mc % blocks, fblocks = std::min(mc / MR, prefetch_blocks);
         auto block_rows = [&](index_t blk, index_t p) { return even_blocks ? even + (blk < extra ? 1 : 0) : std::min(MR, mc - p); };
         T* ap = nullptr;
         [[maybe_unused]] index_t group, kcg = 0;
@@ -497,7 +502,7 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
             index_t rows = block_rows(blk, p);
             const T* at = ap + p * kcg;
             if constexpr (Lda > 0) at = a_panel(a, i0 + p, rows, rows); // (rows of one output row)
-            const bool asks = prefetching && i0 == r0 && rows == MR && real == NR; // a full block of the first row block
+            const bool asks = prefetching && i0 == r0 && rows == MR && real == NR && blk < fblocks;
             if (asks && q < by_kernel) { // (B row-major, packed by the first block's kernel)
               if constexpr (std::is_same_v<OB, matrix_ref<T>>) {
                 const auto [near, far] = row_major_prefetch<T>(b, {k0, kc, j0, nc, kb, ke, c1, KC, NCr}, q, blk, fblocks);
