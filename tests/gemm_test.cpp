@@ -227,7 +227,7 @@ TEST_CASE("gemm: a few rows through a B read in place, in wider blocks", "[gemm]
 // row_major_prefetch; a prefetch changes no value, so the other cases cannot see it): walked as
 // gemm_range walks B, the far streams ask for every row of every group of panels once, but the first
 // block's first group, the near streams for every row of every full panel two on, and nothing outside B's
-// rows [kb, ke) and the range's columns.
+// rows [kb, ke) and the range's columns; for a B stored transposed, the next block's rows of w once each.
 TEST_CASE("gemm: the first row block's kernels ask for each row of the coming panels once, inside B", "[gemm]") {
   constexpr index_t NR = cpu::gemm_tile<float>::NR, group = cpu::prefetch_group<float>;
   for (index_t rows : {0, 1, 5, 256, 301})
@@ -290,6 +290,36 @@ TEST_CASE("gemm: the first row block's kernels ask for each row of the coming pa
       }
     CHECK(near_once);
     CHECK(far_once);
+    // B stored transposed (w [N, K] read as wᵀ, packed by pack_b): the next block's rows of w, kc values
+    // each, every block's but the first (where the block before has a full panel to ask from)
+    std::vector<float> wt(std::size_t(w.N * w.K));
+    const matrix_ref<float> tref{wt.data(), 1, w.K};
+    std::vector<int> seen(wt.size());
+    bool t_inside = true;
+    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
+      for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
+        const index_t kc = std::min(w.KC, w.ke - k0), nc = std::min(w.NC, w.c1 - j0);
+        for (index_t q = 0; q + NR <= nc; q += NR)
+          for (index_t blk = 0; blk < w.blocks; ++blk) {
+            const auto st = cpu::transposed_prefetch<float>(tref, {k0, kc, j0, nc, w.kb, w.ke, w.c1, w.KC, w.NC}, q, blk, w.blocks);
+            if (st.rows == 0) continue;
+            const index_t off = st.p - wt.data(), n = off / w.K, k = off % w.K;
+            t_inside = t_inside && n >= w.c0 && n + st.rows <= w.c1 && k >= w.kb && k + st.width <= w.ke && st.ld == w.K;
+            for (index_t r = 0; r < st.rows; ++r)
+              for (index_t c = 0; c < st.width; c += 16) ++seen[std::size_t((n + r) * w.K + k + c)];
+          }
+      }
+    CHECK(t_inside);
+    bool t_once = true;
+    index_t before = -1; // the columns of the block walked before
+    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
+      for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
+        const index_t kc = std::min(w.KC, w.ke - k0), nc = std::min(w.NC, w.c1 - j0);
+        for (index_t n = j0; n < j0 + nc; ++n)
+          for (index_t c = 0; c < kc; c += 16) t_once = t_once && seen[std::size_t(n * w.K + k0 + c)] == (before >= NR ? 1 : 0);
+        before = nc;
+      }
+    CHECK(t_once);
   }
 }
 

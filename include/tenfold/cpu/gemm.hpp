@@ -351,6 +351,12 @@ constexpr prefetch_share far_share(index_t kc, index_t panel, index_t group, ind
 // [kb, ke) and columns [c0, c1) walked in blocks of KC rows and NC columns, k innermost.
 struct packed_block {
   index_t k0, kc, j0, nc, kb, ke, c1, KC, NC;
+  // The block walked next (j0 >= c1: none).
+  packed_block next() const {
+    const bool next_k = k0 + KC < ke;
+    const index_t k = next_k ? k0 + KC : kb, j = next_k ? j0 : j0 + NC;
+    return {k, std::min(KC, ke - k), j, std::min(NC, c1 - j), kb, ke, c1, KC, NC};
+  }
 };
 // The near and far streams of full block `blk` of `blocks` over the panel at column j0 + q.
 template <class T>
@@ -366,15 +372,24 @@ std::array<panel_prefetch<T>, 2> row_major_prefetch(const matrix_ref<T>& b, cons
   if (g < full / NR / group) {
     const prefetch_share sh = far_share(w.kc, q / NR, group, blk, blocks);
     s[1] = {b.p + (w.k0 + sh.first) * b.rs + w.j0 + g * group * NR, b.rs, sh.rows, group * NR};
-  } else if (g == full / NR / group) {
-    const bool next_k = w.k0 + w.KC < w.ke;
-    const index_t k0 = next_k ? w.k0 + w.KC : w.kb, j0 = next_k ? w.j0 : w.j0 + w.NC, kc = std::min(w.KC, w.ke - k0);
-    if (j0 + group * NR <= std::min(j0 + w.NC, w.c1)) {
-      const prefetch_share sh = far_share(kc, q / NR, group, blk, blocks);
-      s[1] = {b.p + (k0 + sh.first) * b.rs + j0, b.rs, sh.rows, group * NR};
-    }
+  } else if (const packed_block n = w.next(); g == full / NR / group && n.j0 < w.c1 && n.nc >= group * NR) {
+    const prefetch_share sh = far_share(n.kc, q / NR, group, blk, blocks);
+    s[1] = {b.p + (n.k0 + sh.first) * b.rs + n.j0, b.rs, sh.rows, group * NR};
   }
   return s;
+}
+// A B stored transposed (a weight [N, K] read as wᵀ) is packed by pack_b, a block at a time in a pass
+// of its own (register transposes), before the kernels. The first row block's full blocks ask for the
+// next block's rows of w (nc rows of kc values: runs of 1 KiB) while they run over this one, a share
+// per full panel and block, and pack_b finds them in cache. Zen 5, one thread, K = N = 4096, GFLOP/s:
+// AVX2 M = 16 54 -> 60, M = 32 68 -> 77; AVX-512 M = 32 71 -> 82; AVX2 1024^3 alike.
+template <class T>
+panel_prefetch<T> transposed_prefetch(const matrix_ref<T>& b, const packed_block& w, index_t q, index_t blk, index_t blocks) {
+  constexpr index_t NR = gemm_tile<T>::NR;
+  const packed_block n = w.next();
+  if (n.j0 >= w.c1 || w.nc < NR) return {};
+  const prefetch_share s = share_of(n.nc, q / NR, w.nc / NR), t = share_of(s.rows, blk, blocks);
+  return {b.p + (n.j0 + s.first + t.first) * b.cs + n.k0, b.cs, t.rows, n.kc};
 }
 
 // C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] for an M x K by K x N product. Every element is summed in
@@ -422,8 +437,10 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
     packs_in_kernel = !b_in_place && !panels && b.cs == 1 && r1 - r0 >= MR;
   const index_t KC = std::max<index_t>(1, b_in_place ? in_place_kc<T>(b, M, cfg) : cfg.kc), NCr = b_in_place ? c1 - c0 : NC;
   // The first row block's full kernels ask for B ahead (prefetch_share above): B packed by the first
-  // kernel, or Prepacked, under an A packed in Group 1 panels.
-  const bool prefetching = (packs_in_kernel || panels) && !b_in_place && a_in_place_lda<OA>() == 0;
+  // kernel, Prepacked, or stored transposed, under an A packed in Group 1 panels.
+  bool transposed_b = false;
+  if constexpr (std::is_same_v<OB, matrix_ref<T>>) transposed_b = b.rs == 1 && b.cs != 1 && !panels;
+  const bool prefetching = (packs_in_kernel || panels || transposed_b) && !b_in_place && a_in_place_lda<OA>() == 0;
   constexpr index_t pf_ahead = prefetch_panels_ahead * NR;
   constexpr index_t Lda = a_in_place_lda<OA>();
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
@@ -509,6 +526,10 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
                 if (p == 0) gemm_packing_kernel<T>(at, b.p + k0 * b.rs + j0 + q, b.rs, kc, cblk + q, ldc, k0 > kb, bp + q * kc, near, far);
                 else gemm_prefetching_kernel<T>(at, bq, kc, cblk + p * ldc + q, ldc, k0 > kb, near, far);
               }
+            } else if (asks && transposed_b && group == 1) { // (wᵀ: the next block, for pack_b)
+              if constexpr (std::is_same_v<OB, matrix_ref<T>>)
+                gemm_prefetching_kernel<T>(at, bq, kc, cblk + p * ldc + q, ldc, k0 > kb, {},
+                                           transposed_prefetch<T>(b, {k0, kc, j0, nc, kb, ke, c1, KC, NCr}, q, blk, fblocks));
             } else if (asks && panels && group == 1) { // (a Prepacked B: its panels lie one after another)
               panel_prefetch<T> near;
               if (q + pf_ahead < nc) {
