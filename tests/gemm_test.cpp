@@ -266,16 +266,20 @@ TEST_CASE("gemm: the first row block's kernels ask for each row of the coming pa
       for (index_t r = 0; r < st.rows; ++r)
         for (index_t c = 0; c < st.width; c += 16) ++seen[std::size_t((row + r) * w.N + col + c)];
     };
-    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
-      for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
-        const index_t kc = std::min(w.KC, w.ke - k0), nc = std::min(w.NC, w.c1 - j0);
-        for (index_t q = 0; q + NR <= nc; q += NR)
-          for (index_t blk = 0; blk < w.blocks; ++blk) {
-            const auto s = cpu::row_major_prefetch<float>(bref, {k0, kc, j0, nc, w.kb, w.ke, w.c1, w.KC, w.NC}, q, blk, w.blocks);
-            mark(near, s[0]);
-            mark(far, s[1]);
-          }
-      }
+    // f(block, q, blk) for each asking kernel (full blocks over full panels), in gemm_range's order
+    auto each_ask = [&](auto&& f) {
+      for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
+        for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
+          const cpu::packed_block pb{k0, std::min(w.KC, w.ke - k0), j0, std::min(w.NC, w.c1 - j0), w.kb, w.ke, w.c1, w.KC, w.NC};
+          for (index_t q = 0; q + NR <= pb.nc; q += NR)
+            for (index_t blk = 0; blk < w.blocks; ++blk) f(pb, q, blk);
+        }
+    };
+    each_ask([&](const cpu::packed_block& pb, index_t q, index_t blk) {
+      const auto s = cpu::row_major_prefetch<float>(bref, pb, q, blk, w.blocks);
+      mark(near, s[0]);
+      mark(far, s[1]);
+    });
     CHECK(inside);
     bool near_once = true, far_once = true;
     for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
@@ -296,19 +300,14 @@ TEST_CASE("gemm: the first row block's kernels ask for each row of the coming pa
     const matrix_ref<float> tref{wt.data(), 1, w.K};
     std::vector<int> seen(wt.size());
     bool t_inside = true;
-    for (index_t j0 = w.c0; j0 < w.c1; j0 += w.NC)
-      for (index_t k0 = w.kb; k0 < w.ke; k0 += w.KC) {
-        const index_t kc = std::min(w.KC, w.ke - k0), nc = std::min(w.NC, w.c1 - j0);
-        for (index_t q = 0; q + NR <= nc; q += NR)
-          for (index_t blk = 0; blk < w.blocks; ++blk) {
-            const auto st = cpu::transposed_prefetch<float>(tref, {k0, kc, j0, nc, w.kb, w.ke, w.c1, w.KC, w.NC}, q, blk, w.blocks);
-            if (st.rows == 0) continue;
-            const index_t off = st.p - wt.data(), n = off / w.K, k = off % w.K;
-            t_inside = t_inside && n >= w.c0 && n + st.rows <= w.c1 && k >= w.kb && k + st.width <= w.ke && st.ld == w.K;
-            for (index_t r = 0; r < st.rows; ++r)
-              for (index_t c = 0; c < st.width; c += 16) ++seen[std::size_t((n + r) * w.K + k + c)];
-          }
-      }
+    each_ask([&](const cpu::packed_block& pb, index_t q, index_t blk) {
+      const auto st = cpu::transposed_prefetch<float>(tref, pb, q, blk, w.blocks);
+      if (st.rows == 0) return;
+      const index_t off = st.p - wt.data(), n = off / w.K, k = off % w.K;
+      t_inside = t_inside && n >= w.c0 && n + st.rows <= w.c1 && k >= w.kb && k + st.width <= w.ke && st.ld == w.K;
+      for (index_t r = 0; r < st.rows; ++r)
+        for (index_t c = 0; c < st.width; c += 16) ++seen[std::size_t((n + r) * w.K + k + c)];
+    });
     CHECK(t_inside);
     bool t_once = true;
     index_t before = -1; // the columns of the block walked before
