@@ -43,7 +43,7 @@ inline void* allocate_buffer(std::size_t bytes, std::size_t align) {
   void* p = ::operator new(bytes, std::align_val_t(a));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   // (advice only: where the kernel has no huge pages to lend, or none at all, the pages stay small)
-  if (a == huge_page_bytes && huge_pages_wanted()) (void)madvise(p, (bytes + 4095) / 4096 * 4096, MADV_HUGEPAGE);
+  if (a == huge_page_bytes && huge_pages_wanted()) (void)madvise(p, bytes, MADV_HUGEPAGE);
 #endif
   return p;
 }

@@ -440,9 +440,9 @@ void gemm_range(const OA& a, const OB& b, index_t M, index_t K, const gemm_part&
   // kernel, Prepacked, or stored transposed, under an A packed in Group 1 panels.
   bool transposed_b = false;
   if constexpr (std::is_same_v<OB, matrix_ref<T>>) transposed_b = b.rs == 1 && b.cs != 1 && !panels;
-  const bool prefetching = (packs_in_kernel || panels || transposed_b) && !b_in_place && a_in_place_lda<OA>() == 0;
-  constexpr index_t pf_ahead = prefetch_panels_ahead * NR;
   constexpr index_t Lda = a_in_place_lda<OA>();
+  const bool prefetching = (packs_in_kernel || panels || transposed_b) && !b_in_place && Lda == 0;
+  constexpr index_t pf_ahead = prefetch_panels_ahead * NR;
   for (index_t j0 = c0; j0 < c1; j0 += NCr) {
     const index_t nc = std::min(NCr, c1 - j0), np = (nc + NR - 1) / NR * NR;
     // Scratch C spans every row of the range, so each block is finished before its epilogue runs. Its
