@@ -23,6 +23,7 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
     -DTENFOLD_BUILD_TESTS=OFF -DTENFOLD_BUILD_EXAMPLES=OFF
 fi
 cmake --build "$build" --target tenfold_bench_attention -j2
+source "$root/bench/openblas_core.sh" && openblas_core "$build/bench/tenfold_bench_attention"
 mkdir -p "$out"
 
 loads=()

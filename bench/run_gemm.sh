@@ -21,6 +21,7 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
     -DTENFOLD_BUILD_TESTS=OFF -DTENFOLD_BUILD_EXAMPLES=OFF
 fi
 cmake --build "$build" --target tenfold_bench_gemm
+source "$root/bench/openblas_core.sh" && openblas_core "$build/bench/tenfold_bench_gemm"
 mkdir -p "$out"
 
 loads=()
