@@ -31,14 +31,12 @@ void run(const minilm::model& m, int reps) {
   for (index_t i = 0; i < B * S; ++i) ids->data()[i] = std::int32_t(1000 + (i * 37) % 20000); // as minilm_peers.py
   using E = decltype(m.forward<B, S>(*ids, *mask, lens));
   constexpr index_t bytes = eval_arena_bytes<Tensor<float, shape<B, minilm::width>>, E>;
-  const std::unique_ptr<std::byte[], void (*)(std::byte*)> arena(
-      static_cast<std::byte*>(::operator new[](std::size_t(bytes), std::align_val_t(64))),
-      [](std::byte* p) { ::operator delete[](p, std::align_val_t(64)); });
+  const arena_buffer arena{std::size_t(bytes)}; // (in 2 MiB pages where it is that large, as eval's own)
   Tensor<float, shape<B, minilm::width>> e;
   std::vector<double> ms;
   for (int r = -3; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    eval(e, m.forward<B, S>(*ids, *mask, lens), std::span<std::byte>(arena.get(), std::size_t(bytes)));
+    eval(e, m.forward<B, S>(*ids, *mask, lens), arena.span());
     if (r >= 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
