@@ -10,10 +10,10 @@ namespace tenfold::tuned {
 using cpu::attention_config, cpu::attention_tuned_entry;
 inline constexpr std::array<attention_tuned_entry, 4> attention_cpu{{
     // entries:begin
-    {{"avx2", 48, 2048, 2}, {.row_panels = 4, .key_panels = 8}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: 1.051x the defaults (worst shape 1.003x)
     {{"avx512", 48, 1024, 2}, {.row_panels = 2, .key_panels = 4}}, // AMD EPYC (family 26 model 2), 2026-12-06: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.000x, 1.011x, 1.000x)
     {{"avx2", 48, 1024, 2}, {.row_panels = 2, .key_panels = 4}}, // AMD EPYC (family 26 model 2), 2026-12-07: defaults kept: no entry taken by more than half of 3 searches (each search's best over the defaults: 1.000x, {.row_panels = 4, .key_panels = 8} 1.079x taken, {.row_panels = 2, .key_panels = 8} 1.053x taken)
     {{"avx512", 48, 2048, 2}, {.row_panels = 2, .key_panels = 4}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-12-08: defaults kept by 3 of 3 searches (each search's best over the defaults: 1.010x, 1.006x, 1.035x)
+    {{"avx2", 48, 2048, 2}, {.row_panels = 4, .key_panels = 8}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-12-08: taken by 2 of 3 searches (each search's best over the defaults: 1.058x taken, {.row_panels = 3, .key_panels = 8} 1.052x taken, 1.066x taken)
     // entries:end
 }};
 } // namespace tenfold::tuned

@@ -9,10 +9,10 @@
 namespace tenfold::tuned {
 inline constexpr std::array<softmax_tuned_entry, 4> softmax_cpu{{
     // entries:begin
-    {{"avx2", 48, 2048, 2}, {.online_from_bytes = 0}}, // Intel(R) Xeon(R) Processor (family 6 model 167), 2026-12-06: two-pass / online seconds by row length 256: 0.49, 1024: 0.53, 4096: 0.56, 16384: 0.56, 65536: 0.59 -> two-pass everywhere
     {{"avx512", 48, 1024, 2}, {.online_from_bytes = 0}}, // AMD EPYC (family 26 model 2), 2026-12-06: online form from (the median of 3 searches: never, never, never)
     {{"avx2", 48, 1024, 2}, {.online_from_bytes = 0}}, // AMD EPYC (family 26 model 2), 2026-12-07: online form from (the median of 3 searches: never, never, never)
     {{"avx512", 48, 2048, 2}, {.online_from_bytes = 0}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-12-08: online form from (the median of 3 searches: never, never, never)
+    {{"avx2", 48, 2048, 2}, {.online_from_bytes = 0}}, // Intel(R) Xeon(R) Processor (family 6 model 207), 2026-12-08: online form from (the median of 3 searches: never, never, never)
     // entries:end
 }};
 } // namespace tenfold::tuned
